@@ -1,0 +1,28 @@
+// Package v1alpha1 holds the cluster.flotilla.dev API: the Cluster object a platform team
+// registers for each member. It depends only on k8s.io/apimachinery and k8s.io/api so it can
+// become a module of its own.
+// +kubebuilder:object:generate=true
+// +groupName=cluster.flotilla.dev
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is the group and version of this API.
+var GroupVersion = schema.GroupVersion{Group: "cluster.flotilla.dev", Version: "v1alpha1"}
+
+var (
+	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds the types of this API to a scheme.
+	AddToScheme = schemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{})
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}

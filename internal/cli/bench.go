@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/registration"
+)
+
+func newBenchCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Measure Flotilla on the local fleet and print figures"}
+	var sizes []int
+	var probe probeFlags
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Time `up` to all members Ready, memory per member and of the control plane, and failure detection",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			for i, n := range sizes {
+				if err := benchUp(cmd.Context(), g, exe, n, probe, i == 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	up.Flags().IntSliceVar(&sizes, "members", []int{3, 10}, "fleet sizes to measure, one fresh fleet each")
+	probe.add(up)
+	cmd.AddCommand(up)
+	return cmd
+}
+
+// benchUp starts a fresh fleet of n members in a temporary state directory, measures it and
+// removes it again.
+func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlags, detectFailure bool) error {
+	out := g.streams.Out
+	dir, err := os.MkdirTemp("", "flotilla-bench-")
+	if err != nil {
+		return err
+	}
+	lf, err := localfleet.Open(localfleet.Options{
+		StateDir: dir, BinDir: g.binDir, Fleet: localfleet.GeneratedFleet(n), CRDs: crdYAML(),
+		Manager: &localfleet.ManagerCommand{Binary: exe, Args: probe.args()}, Out: io.Discard,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lf.Down(true) }()
+
+	fmt.Fprintf(out, "== fleet of %d members\n", n)
+	start := time.Now()
+	res, err := lf.Up(ctx)
+	if err != nil {
+		return err
+	}
+	cfg, err := lf.RESTConfig("")
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: g.scheme()})
+	if err != nil {
+		return err
+	}
+	if err := registration.JoinLocalFleet(ctx, c, lf, nil, 5*time.Minute); err != nil {
+		return err
+	}
+	total := time.Since(start)
+	fmt.Fprintf(out, "up, processes ready:        %6.1fs\n", res.Duration.Seconds())
+	fmt.Fprintf(out, "up to all members Ready:    %6.1fs\n", total.Seconds())
+
+	time.Sleep(5 * time.Second) // let start-up allocations settle before reading memory
+	perCluster := map[string]int64{}
+	var manager, etcd int64
+	for _, s := range lf.Status() {
+		switch {
+		case s.Name == "flotilla-controller-manager":
+			manager += s.RSSBytes
+		case s.Name == "etcd":
+			etcd += s.RSSBytes
+		default:
+			perCluster[s.Cluster] += s.RSSBytes
+		}
+	}
+	var members int64
+	for name, rss := range perCluster {
+		if name != localfleet.ControlPlaneName {
+			members += rss
+		}
+	}
+	fmt.Fprintf(out, "RSS per member (avg of %d): %6d MiB (apiserver+kcm+scheduler+kwok)\n", n, members/int64(n)>>20)
+	fmt.Fprintf(out, "RSS control plane:          %6d MiB (apiserver+kcm) + etcd %d MiB (shared by all)\n", perCluster[localfleet.ControlPlaneName]>>20, etcd>>20)
+	fmt.Fprintf(out, "RSS controller-manager:     %6d MiB\n", manager>>20)
+
+	if detectFailure {
+		victim := lf.Fleet().Members[0].Name
+		stopAt := time.Now()
+		if err := lf.StopMember(victim); err != nil {
+			return err
+		}
+		stopped := time.Since(stopAt)
+		for {
+			cl := &clusterv1alpha1.Cluster{}
+			if err := c.Get(ctx, client.ObjectKey{Name: victim}, cl); err == nil {
+				if cond := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse {
+					break
+				}
+			}
+			if time.Since(stopAt) > 5*time.Minute {
+				return fmt.Errorf("cluster %s still Ready 5 minutes after its apiserver stopped", victim)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		fmt.Fprintf(out, "apiserver stop -> NotReady: %6.1fs (probe every %s, timeout %s, threshold %d; stopping took %.1fs)\n",
+			time.Since(stopAt).Seconds(), probe.period, probe.timeout, probe.threshold, stopped.Seconds())
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/config/crd"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/registration"
+)
+
+func crdYAML() []byte { return crd.YAML() }
+
+// probeFlags are the controller-manager's probe settings, also given by `up` to the manager
+// it starts.
+type probeFlags struct {
+	period    time.Duration
+	timeout   time.Duration
+	threshold int
+}
+
+func (p *probeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&p.period, "probe-period", 10*time.Second, "time between two health probes of a member")
+	cmd.Flags().DurationVar(&p.timeout, "probe-timeout", 5*time.Second, "bound of one health probe")
+	cmd.Flags().IntVar(&p.threshold, "failure-threshold", 3, "consecutive failed probes that make a member NotReady")
+}
+
+func (p *probeFlags) args() []string {
+	return []string{
+		"--probe-period=" + p.period.String(), "--probe-timeout=" + p.timeout.String(),
+		fmt.Sprintf("--failure-threshold=%d", p.threshold),
+	}
+}
+
+func newUpCommand(g *globals) *cobra.Command {
+	var fleetFile string
+	var probe probeFlags
+	var readyTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the local fleet (etcd, control plane, member clusters, controller-manager) and join its members",
+		Example: fmt.Sprintf(`  # Three members with distinct regions
+  %[1]s up
+  # Members described by a fleet file
+  %[1]s up --fleet examples/fleet.yaml`, invokedName()),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var fleet *localfleet.Fleet
+			if fleetFile != "" {
+				f, err := localfleet.LoadFleetFile(fleetFile)
+				if err != nil {
+					return err
+				}
+				fleet = f
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			out := g.streams.Out
+			lf, err := g.openFleet(fleet, &localfleet.ManagerCommand{Binary: exe, Args: probe.args()}, out)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			res, err := lf.Up(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if res.AlreadyUp {
+				return nil
+			}
+			c, err := g.controlPlaneClientFor(lf)
+			if err != nil {
+				return err
+			}
+			if err := registration.JoinLocalFleet(cmd.Context(), c, lf, out, readyTimeout); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "fleet ready in %.1fs: %d members joined and Ready\n", time.Since(start).Seconds(), len(lf.Fleet().Members))
+			fmt.Fprintf(out, "control plane: export KUBECONFIG=%s\n", lf.Kubeconfig(""))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&fleetFile, "fleet", "f", "", "fleet file (YAML) describing the members; default: 3 members in distinct regions")
+	cmd.Flags().DurationVar(&readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for the members to be Ready")
+	probe.add(cmd)
+	return cmd
+}
+
+func (g *globals) controlPlaneClientFor(lf *localfleet.LocalFleet) (client.Client, error) {
+	cfg, err := lf.RESTConfig("")
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: kube.Scheme})
+}
+
+func newDownCommand(g *globals) *cobra.Command {
+	var purge bool
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the processes of the local fleet (its data stays unless --purge)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			lf, err := g.openFleet(nil, nil, g.streams.Out)
+			if err != nil {
+				return err
+			}
+			if !lf.Initialized() {
+				fmt.Fprintf(g.streams.Out, "no local fleet in %s\n", lf.StateDir())
+				return nil
+			}
+			return lf.Down(purge)
+		},
+	}
+	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the state directory (all data of the fleet)")
+	return cmd
+}
+
+func newStatusCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the local fleet's processes, their memory, and the members' readiness",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			lf, err := g.openFleet(nil, nil, nil)
+			if err != nil {
+				return err
+			}
+			out := g.streams.Out
+			if !lf.Initialized() {
+				fmt.Fprintf(out, "no local fleet in %s: run `%s up`\n", lf.StateDir(), invokedName())
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "COMPONENT\tCLUSTER\tPID\tRSS\tSTATE")
+			running := 0
+			statuses := lf.Status()
+			for _, s := range statuses {
+				state, pid, rss := "stopped", "-", "-"
+				if s.Running {
+					running++
+					state, pid, rss = "running", fmt.Sprint(s.PID), fmt.Sprintf("%dMi", s.RSSBytes>>20)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cluster, pid, rss, state)
+			}
+			_ = tw.Flush()
+			fmt.Fprintf(out, "\n%d of %d components running; state in %s\n", running, len(statuses), lf.StateDir())
+			if running > 0 {
+				fmt.Fprintln(out)
+				cfg, err := lf.RESTConfig("")
+				if err != nil {
+					return err
+				}
+				if err := printClusterTable(cmd.Context(), cfg, out, true); err != nil {
+					fmt.Fprintf(out, "control plane not answering: %v\n", err)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newFleetCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fleet",
+		Short: "Stop or start one member of the local fleet (fault injection)",
+	}
+	stop := &cobra.Command{
+		Use:   "stop CLUSTER",
+		Short: "Stop every process of one member; its data stays",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lf, err := g.openInitializedFleet()
+			if err != nil {
+				return err
+			}
+			return lf.StopMember(args[0])
+		},
+	}
+	start := &cobra.Command{
+		Use:   "start CLUSTER",
+		Short: "Start a stopped member again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lf, err := g.openInitializedFleet()
+			if err != nil {
+				return err
+			}
+			return lf.StartMember(cmd.Context(), args[0])
+		},
+	}
+	cmd.AddCommand(stop, start)
+	return cmd
+}
+
+func (g *globals) openInitializedFleet() (*localfleet.LocalFleet, error) {
+	lf, err := g.openFleet(nil, nil, g.streams.Out)
+	if err != nil {
+		return nil, err
+	}
+	if !lf.Initialized() {
+		return nil, fmt.Errorf("no local fleet in %s: run `%s up` first", lf.StateDir(), invokedName())
+	}
+	return lf, nil
+}
+
+func newKubeconfigCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubeconfig [CLUSTER]",
+		Short: "Print the path of the admin kubeconfig of the control plane, or of a member",
+		Example: fmt.Sprintf(`  kubectl --kubeconfig $(%[1]s kubeconfig) get clusters
+  kubectl --kubeconfig $(%[1]s kubeconfig east) get nodes`, invokedName()),
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lf, err := g.openInitializedFleet()
+			if err != nil {
+				return err
+			}
+			name := ""
+			if len(args) == 1 && args[0] != localfleet.ControlPlaneName {
+				name = args[0]
+				if _, ok := lf.Fleet().Member(name); !ok {
+					return fmt.Errorf("no member %q in this fleet (members: %s)", name, strings.Join(lf.Fleet().Names(), ", "))
+				}
+			}
+			path := lf.Kubeconfig(name)
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s does not exist yet: run `%s up`", path, invokedName())
+			}
+			fmt.Fprintln(g.streams.Out, path)
+			return nil
+		},
+	}
+}

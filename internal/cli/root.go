@@ -1,0 +1,151 @@
+// Package cli is the command line of the one flotilla binary: the local fleet (up, down,
+// status, fleet, kubeconfig), cluster registration (join, unjoin), reading (get), the
+// controller-manager, and the bench. It parses flags, calls the capability packages and
+// prints; it holds no behaviour of its own that a controller or a test would need.
+//
+// The binary answers both as `flotilla` and as the kubectl plugin `kubectl-flotilla`; help and
+// examples use the name it was invoked by.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
+)
+
+// invokedName is "kubectl flotilla" when run as a kubectl plugin, else "flotilla".
+func invokedName() string {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		return "kubectl flotilla"
+	}
+	return "flotilla"
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	streams  genericiooptions.IOStreams
+	kube     *genericclioptions.ConfigFlags
+	stateDir string
+	binDir   string
+}
+
+// NewRootCommand builds the command tree.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	g := &globals{streams: streams, kube: genericclioptions.NewConfigFlags(true)}
+	name := invokedName()
+	root := &cobra.Command{
+		Use:           name,
+		Short:         "Flotilla makes a fleet of Kubernetes clusters behave like one for delivery",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Example: strings.ReplaceAll(`  # Start a local fleet of three member clusters and join them
+  NAME up
+  # See the members
+  NAME get clusters -o wide
+  # Join an existing cluster
+  NAME join east-1 --kubeconfig ~/.kube/east-1.yaml --label region=us-east`, "NAME", name),
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.stateDir, "state-dir", defaultStateDir(), "directory of the local fleet's state (data, kubeconfigs, pids, logs)")
+	pf.StringVar(&g.binDir, "bin-dir", defaultBinDir(), "directory holding the local-fleet tools built by `make tools`")
+
+	root.AddCommand(
+		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
+		withKubeFlags(g, newJoinCommand(g)), withKubeFlags(g, newUnjoinCommand(g)), withKubeFlags(g, newGetCommand(g)),
+		withKubeFlags(g, newControllerManagerCommand(g)),
+		newBenchCommand(g), newVersionCommand(g),
+	)
+	return root
+}
+
+// withKubeFlags adds kubectl's connection flags to commands that talk to the control plane.
+// join keeps --kubeconfig for the member and names the control plane's --control-plane-kubeconfig.
+func withKubeFlags(g *globals, cmd *cobra.Command) *cobra.Command {
+	fs := cmd.Flags()
+	if cmd.Name() == "join" {
+		fs.StringVar(g.kube.KubeConfig, "control-plane-kubeconfig", "", "kubeconfig of the control plane (default: the local fleet's, else $KUBECONFIG)")
+		return cmd
+	}
+	fs.StringVar(g.kube.KubeConfig, "kubeconfig", "", "kubeconfig of the control plane (default: the local fleet's, else $KUBECONFIG)")
+	fs.StringVar(g.kube.Context, "context", "", "kubeconfig context of the control plane")
+	return cmd
+}
+
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "flotilla")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "flotilla")
+	}
+	return filepath.Join(os.TempDir(), "flotilla")
+}
+
+// defaultBinDir: $FLOTILLA_BIN_DIR, else the directory of this binary (make build puts it in
+// bin/ beside the tools).
+func defaultBinDir() string {
+	if d := os.Getenv("FLOTILLA_BIN_DIR"); d != "" {
+		return d
+	}
+	if exe, err := os.Executable(); err == nil {
+		return filepath.Dir(exe)
+	}
+	return "bin"
+}
+
+// controlPlaneConfig resolves the control plane: an explicit --kubeconfig/--context, else
+// $KUBECONFIG, else the local fleet in --state-dir.
+func (g *globals) controlPlaneConfig() (*rest.Config, error) {
+	explicit := *g.kube.KubeConfig
+	if explicit == "" && os.Getenv("KUBECONFIG") == "" {
+		local := filepath.Join(g.stateDir, "kubeconfigs", localfleet.ControlPlaneName+".kubeconfig")
+		if _, err := os.Stat(local); err == nil {
+			explicit = local
+		}
+	}
+	ctx := ""
+	if g.kube.Context != nil {
+		ctx = *g.kube.Context
+	}
+	return kube.RESTConfig(explicit, ctx)
+}
+
+func (g *globals) controlPlaneClient() (client.Client, error) {
+	cfg, err := g.controlPlaneConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: kube.Scheme})
+}
+
+func (g *globals) scheme() *runtime.Scheme { return kube.Scheme }
+
+func (g *globals) openFleet(fleet *localfleet.Fleet, manager *localfleet.ManagerCommand, out io.Writer) (*localfleet.LocalFleet, error) {
+	return localfleet.Open(localfleet.Options{StateDir: g.stateDir, BinDir: g.binDir, Fleet: fleet, Manager: manager, Out: out, CRDs: crdYAML()})
+}
+
+// Execute runs the command line and returns the process exit code.
+func Execute(ctx context.Context) int {
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	cmd := NewRootCommand(streams)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}

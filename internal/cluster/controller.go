@@ -1,0 +1,219 @@
+// Package cluster reconciles Cluster objects: it connects each member through the clustercache
+// (from its endpoint and credentials Secret), turns the member's probed health into the
+// Cluster's status (Ready condition, version, served APIs, nodes, resource summary) and emits
+// events when readiness changes.
+//
+// It writes only Cluster status and events, never member objects. To keep control-plane writes
+// few it patches status only when something observable changed, or to refresh lastProbeTime
+// once per HeartbeatInterval; a probe that changes nothing costs one cached read.
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// HeartbeatInterval is how stale lastProbeTime may get while nothing else changes.
+const HeartbeatInterval = time.Minute
+
+// Reconciler keeps each Cluster's status in step with its member.
+type Reconciler struct {
+	Client   client.Client
+	Cache    *clustercache.Cache
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// SetupWithManager registers the controller: Clusters, their credentials Secrets, and the
+// cache's probe events.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == kube.SystemNamespace }))).
+		WatchesRawSource(source.Channel(r.Cache.Events(), &handler.EnqueueRequestForObject{})).
+		WithOptions(ctrlOptions()).
+		Complete(r)
+}
+
+func secretToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	if name := o.GetLabels()[clusterNameLabel]; name != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+	}
+	return nil
+}
+
+func ctrlOptions() controller.Options {
+	// Reconciles only read caches and patch status; probing happens in the cache's own
+	// goroutines, so a few workers serve many clusters.
+	return controller.Options{MaxConcurrentReconciles: 4}
+}
+
+// clusterNameLabel matches registration.ClusterNameLabel; registration depends on nothing here.
+const clusterNameLabel = "cluster.flotilla.dev/name"
+
+// Reconcile connects the member and writes its observed status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", req.Name)
+	cl := &clusterv1alpha1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cl); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Cache.Disconnect(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !cl.DeletionTimestamp.IsZero() {
+		r.Cache.Disconnect(cl.Name)
+		return ctrl.Result{}, nil
+	}
+
+	before := cl.DeepCopy()
+	status := cl.Status.DeepCopy()
+	status.ObservedGeneration = cl.Generation
+
+	if err := r.connect(ctx, cl); err != nil {
+		r.Cache.Disconnect(cl.Name)
+		setReady(status, metav1.ConditionFalse, clusterv1alpha1.ReasonCredentialsInvalid, err.Error(), cl.Generation)
+		return ctrl.Result{}, r.patchStatus(ctx, before, status, true)
+	}
+
+	health, _ := r.Cache.Health(cl.Name)
+	switch health.Readiness {
+	case clustercache.ReadinessReady:
+		setReady(status, metav1.ConditionTrue, clusterv1alpha1.ReasonProbeSucceeded, "the member's API server answers its health probe", cl.Generation)
+	case clustercache.ReadinessNotReady:
+		setReady(status, metav1.ConditionFalse, clusterv1alpha1.ReasonProbeFailed,
+			"health probes keep failing; last error: "+health.LastError, cl.Generation)
+	default:
+		msg := "waiting for the first health probe"
+		if health.LastError != "" {
+			msg = fmt.Sprintf("probe failed (%d so far): %s", health.ConsecutiveFailures, health.LastError)
+		}
+		setReady(status, metav1.ConditionUnknown, clusterv1alpha1.ReasonProbing, msg, cl.Generation)
+	}
+	if !health.LastProbeTime.IsZero() {
+		t := metav1.NewTime(health.LastProbeTime.Truncate(time.Second))
+		status.LastProbeTime = &t
+	}
+	if health.Version != "" {
+		status.KubernetesVersion = health.Version
+	}
+	if health.APIEnablements != nil {
+		status.APIEnablements = health.APIEnablements
+	}
+	if health.Nodes != nil {
+		status.NodeSummary = health.Nodes
+		status.ResourceSummary = health.Resources
+	}
+
+	r.recordTransition(before, status)
+	if err := r.patchStatus(ctx, before, status, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	log.V(2).Info("Reconciled cluster", "readiness", health.Readiness)
+	return ctrl.Result{}, nil
+}
+
+// connect builds the member's REST config from the Cluster and its Secret and hands it to the
+// cache; unchanged credentials keep the existing connection.
+func (r *Reconciler) connect(ctx context.Context, cl *clusterv1alpha1.Cluster) error {
+	ref := cl.Spec.CredentialsSecretRef
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s not found; run `flotilla join %s --overwrite` to store credentials", ref.Namespace, ref.Name, cl.Name)
+		}
+		return fmt.Errorf("spec.credentialsSecretRef: reading secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	data := secret.Data[clusterv1alpha1.CredentialsSecretKey]
+	if len(data) == 0 {
+		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s has no %q key holding a kubeconfig", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey, err)
+	}
+	cfg.Host = cl.Spec.Endpoint
+	sum := sha256.Sum256(append([]byte(cl.Spec.Endpoint+"\x00"), data...))
+	return r.Cache.Connect(ctx, cl.Name, cfg, hex.EncodeToString(sum[:]))
+}
+
+func setReady(status *clusterv1alpha1.ClusterStatus, s metav1.ConditionStatus, reason, msg string, gen int64) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: clusterv1alpha1.ConditionReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
+	})
+}
+
+func (r *Reconciler) recordTransition(before *clusterv1alpha1.Cluster, status *clusterv1alpha1.ClusterStatus) {
+	if r.Recorder == nil {
+		return
+	}
+	old := meta.FindStatusCondition(before.Status.Conditions, clusterv1alpha1.ConditionReady)
+	cur := meta.FindStatusCondition(status.Conditions, clusterv1alpha1.ConditionReady)
+	if cur == nil || (old != nil && old.Status == cur.Status) {
+		return
+	}
+	switch cur.Status {
+	case metav1.ConditionTrue:
+		r.Recorder.Eventf(before, nil, corev1.EventTypeNormal, "ClusterReady", "Probe", "Cluster %s is Ready: %s", before.Name, cur.Message)
+	case metav1.ConditionFalse:
+		r.Recorder.Eventf(before, nil, corev1.EventTypeWarning, "ClusterNotReady", "Probe", "Cluster %s is not Ready (%s): %s", before.Name, cur.Reason, cur.Message)
+	}
+}
+
+// patchStatus writes status when it changed, ignoring lastProbeTime unless it is older than
+// HeartbeatInterval.
+func (r *Reconciler) patchStatus(ctx context.Context, before *clusterv1alpha1.Cluster, status *clusterv1alpha1.ClusterStatus, force bool) error {
+	if !force && !r.statusChanged(&before.Status, status) {
+		return nil
+	}
+	after := before.DeepCopy()
+	after.Status = *status
+	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status of cluster %s: %w", before.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) statusChanged(old, cur *clusterv1alpha1.ClusterStatus) bool {
+	a, b := old.DeepCopy(), cur.DeepCopy()
+	a.LastProbeTime, b.LastProbeTime = nil, nil
+	if !apiequality.Semantic.DeepEqual(a, b) {
+		return true
+	}
+	if cur.LastProbeTime == nil {
+		return false
+	}
+	return old.LastProbeTime == nil || r.Clock.Since(old.LastProbeTime.Time) >= HeartbeatInterval
+}

@@ -1,0 +1,305 @@
+package clustercache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+)
+
+// ErrNotConnected is returned for a member the cache has no connection to.
+var ErrNotConnected = errors.New("member cluster is not connected")
+
+// Options tune probing.
+type Options struct {
+	// ProbePeriod is the time between two probes of a member.
+	ProbePeriod time.Duration
+	// ProbeTimeout bounds one probe.
+	ProbeTimeout time.Duration
+	// FailureThreshold is how many consecutive failed probes make a member NotReady.
+	FailureThreshold int
+	// DiscoveryInterval is how often a Ready member's served APIs are re-read.
+	DiscoveryInterval time.Duration
+	// Clock is injected by tests; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// DefaultOptions are the production probe settings.
+func DefaultOptions() Options {
+	return Options{ProbePeriod: 10 * time.Second, ProbeTimeout: 5 * time.Second, FailureThreshold: 3, DiscoveryInterval: 5 * time.Minute}
+}
+
+// Validate names the option that is out of range.
+func (o Options) Validate() error {
+	switch {
+	case o.ProbePeriod <= 0:
+		return fmt.Errorf("probe period %s: must be greater than zero", o.ProbePeriod)
+	case o.ProbeTimeout <= 0 || o.ProbeTimeout > o.ProbePeriod:
+		return fmt.Errorf("probe timeout %s: must be greater than zero and at most the probe period %s", o.ProbeTimeout, o.ProbePeriod)
+	case o.FailureThreshold < 1:
+		return fmt.Errorf("failure threshold %d: must be at least 1", o.FailureThreshold)
+	}
+	return nil
+}
+
+// Cache holds one connection per member cluster.
+type Cache struct {
+	opts   Options
+	events chan event.GenericEvent
+
+	mu      sync.Mutex
+	members map[string]*member
+}
+
+// New returns an empty cache.
+func New(opts Options) *Cache {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.DiscoveryInterval == 0 {
+		opts.DiscoveryInterval = DefaultOptions().DiscoveryInterval
+	}
+	return &Cache{opts: opts, events: make(chan event.GenericEvent, 1024), members: map[string]*member{}}
+}
+
+// Events delivers one event per probe of a member, for the cluster controller to watch.
+func (c *Cache) Events() <-chan event.GenericEvent { return c.events }
+
+// Member is a connection to one member cluster.
+type Member struct {
+	Name      string
+	Config    *rest.Config
+	Clientset kubernetes.Interface
+	Dynamic   dynamic.Interface
+}
+
+type member struct {
+	Member
+	fingerprint string
+	cancel      context.CancelFunc
+	factory     informers.SharedInformerFactory
+
+	mu     sync.RWMutex
+	health Health
+}
+
+// Connect makes sure the cache holds a connection to the member with the given config.
+// fingerprint identifies the credentials; a changed fingerprint replaces the connection.
+// It returns at once; probing runs in the member's own goroutine until Disconnect.
+func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fingerprint string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.members[name]; ok {
+		if m.fingerprint == fingerprint {
+			return nil
+		}
+		m.stop()
+		delete(c.members, name)
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 100, 200
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building client for cluster %s: %w", name, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building dynamic client for cluster %s: %w", name, err)
+	}
+	// A detached context: the member lives until Disconnect, not until the caller's request ends.
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m := &member{
+		Member:      Member{Name: name, Config: cfg, Clientset: cs, Dynamic: dyn},
+		fingerprint: fingerprint,
+		cancel:      cancel,
+		health:      Health{Readiness: ReadinessUnknown},
+	}
+	m.factory = informers.NewSharedInformerFactoryWithOptions(cs, 0)
+	// Pods are stripped to what the summary needs: a member's pods can be many.
+	_ = m.factory.Core().V1().Pods().Informer().SetTransform(stripPod)
+	_ = m.factory.Core().V1().Nodes().Informer()
+	m.factory.Start(mctx.Done())
+	c.members[name] = m
+	go c.probeLoop(mctx, m)
+	return nil
+}
+
+// Disconnect stops probing a member and drops its connection and informers.
+func (c *Cache) Disconnect(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.members[name]; ok {
+		m.stop()
+		delete(c.members, name)
+	}
+	forgetMetrics(name)
+}
+
+func (m *member) stop() {
+	m.cancel()
+	m.factory.Shutdown()
+}
+
+// Get returns the connection to a member.
+func (c *Cache) Get(name string) (Member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.members[name]
+	if !ok {
+		return Member{}, fmt.Errorf("cluster %s: %w", name, ErrNotConnected)
+	}
+	return m.Member, nil
+}
+
+// Health returns the member's latest health, and false when the member is not connected.
+func (c *Cache) Health(name string) (Health, bool) {
+	c.mu.Lock()
+	m, ok := c.members[name]
+	c.mu.Unlock()
+	if !ok {
+		return Health{}, false
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.health, true
+}
+
+// Connected lists the names of connected members.
+func (c *Cache) Connected() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.members))
+	for n := range c.members {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (c *Cache) probeLoop(ctx context.Context, m *member) {
+	log := logf.FromContext(ctx).WithValues("cluster", m.Name)
+	ticker := c.opts.Clock.NewTicker(c.opts.ProbePeriod)
+	defer ticker.Stop()
+	for {
+		c.probe(ctx, m)
+		obj := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: m.Name}}
+		select {
+		case c.events <- event.GenericEvent{Object: obj}:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-ctx.Done():
+			log.V(1).Info("Stopped probing member")
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+// probe checks /readyz within the probe timeout, then refreshes version, discovery and the
+// informer-fed summaries.
+func (c *Cache) probe(ctx context.Context, m *member) {
+	start := c.opts.Clock.Now()
+	pctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
+	defer cancel()
+	err := m.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
+	var version string
+	if err == nil {
+		var info struct {
+			GitVersion string `json:"gitVersion"`
+		}
+		var raw []byte
+		raw, err = m.Clientset.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(pctx)
+		if err == nil {
+			err = json.Unmarshal(raw, &info)
+			version = info.GitVersion
+		}
+	}
+	if ctx.Err() != nil {
+		return // disconnected while probing
+	}
+	observeProbe(m.Name, c.opts.Clock.Since(start), err)
+
+	m.mu.RLock()
+	prev := m.health
+	m.mu.RUnlock()
+	next := nextHealth(prev, probeResult{at: c.opts.Clock.Now(), err: err}, c.opts.FailureThreshold)
+	if err == nil {
+		next.Version = version
+		if prev.Readiness != ReadinessReady || c.opts.Clock.Since(prev.LastDiscovery) >= c.opts.DiscoveryInterval {
+			if apis, derr := readAPIEnablements(m.Clientset.Discovery()); derr == nil {
+				next.APIEnablements, next.LastDiscovery = apis, c.opts.Clock.Now()
+			} else {
+				logf.FromContext(ctx).V(1).Info("Discovery failed", "cluster", m.Name, "error", derr.Error())
+			}
+		}
+		next.Nodes, next.Resources = m.summaries()
+	}
+	setReadyMetric(m.Name, next.Readiness)
+	m.mu.Lock()
+	m.health = next
+	m.mu.Unlock()
+}
+
+// readAPIEnablements lists what the member serves, sorted so status stays stable. Partial
+// discovery failures (an aggregated API that is down) keep the groups that answered.
+func readAPIEnablements(d discovery.DiscoveryInterface) ([]clusterv1alpha1.APIEnablement, error) {
+	_, lists, err := d.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, err
+	}
+	var out []clusterv1alpha1.APIEnablement
+	for _, l := range lists {
+		e := clusterv1alpha1.APIEnablement{GroupVersion: l.GroupVersion}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") { // subresources such as deployments/status
+				continue
+			}
+			e.Resources = append(e.Resources, clusterv1alpha1.APIResource{Name: r.Name, Kind: r.Kind})
+		}
+		sort.Slice(e.Resources, func(i, j int) bool { return e.Resources[i].Name < e.Resources[j].Name })
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GroupVersion < out[j].GroupVersion })
+	return out, nil
+}
+
+// stripPod keeps only what the resource summary reads of a pod.
+func stripPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName, Overhead: pod.Spec.Overhead},
+		Status:     corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	for _, ctr := range pod.Spec.InitContainers {
+		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: ctr.Name, Resources: corev1.ResourceRequirements{Requests: ctr.Resources.Requests}, RestartPolicy: ctr.RestartPolicy})
+	}
+	for _, ctr := range pod.Spec.Containers {
+		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: ctr.Name, Resources: corev1.ResourceRequirements{Requests: ctr.Resources.Requests}})
+	}
+	return slim, nil
+}

@@ -1,0 +1,16 @@
+// Package clustercache owns every connection Flotilla makes to member clusters: the REST
+// config, the typed and dynamic clients, the member-side informers, and the health probe of
+// each member. Every controller that reads or writes a member goes through it, so credentials,
+// timeouts and health live in one place.
+//
+// Each member has its own probe goroutine with a bounded per-probe timeout: a member that
+// hangs delays only its own probe, never another member's or a controller's queue. After each
+// probe the cache sends a generic event for the Cluster, and the cluster controller turns the
+// member's Health into status; the cache itself never writes to the control plane.
+//
+// Health is a small state machine (see nextHealth): a member becomes not Ready only after
+// FailureThreshold consecutive failed probes, and Ready again on the first success. Discovery,
+// the costliest call, is refreshed on recovery and otherwise every DiscoveryInterval.
+// Node and pod informers (pods stripped to what the resource summary needs) feed the node
+// count and the allocatable-versus-requested summary without listing on every probe.
+package clustercache

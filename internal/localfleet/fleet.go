@@ -1,0 +1,200 @@
+package localfleet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// FleetAPIVersion and FleetKind identify a fleet file.
+const (
+	FleetAPIVersion = "flotilla.dev/v1alpha1"
+	FleetKind       = "Fleet"
+	maxMembers      = 64
+	maxNodes        = 500
+)
+
+// Fleet describes the member clusters of a local fleet.
+type Fleet struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Members    []Member `json:"members"`
+}
+
+// Member is one member cluster of a local fleet.
+type Member struct {
+	// Name is the cluster's name, a DNS label.
+	Name string `json:"name"`
+	// Labels become the Cluster's metadata labels (region, zone, env, ...).
+	Labels map[string]string `json:"labels,omitempty"`
+	// Nodes is how many kwok nodes the member gets; 2 when unset.
+	Nodes int `json:"nodes,omitempty"`
+	// NodeCapacity is each node's capacity; 8 CPU, 32Gi, 110 pods when unset.
+	NodeCapacity NodeCapacity `json:"nodeCapacity,omitempty"`
+}
+
+// NodeCapacity is the allocatable of one simulated node.
+type NodeCapacity struct {
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	Pods   string `json:"pods,omitempty"`
+}
+
+// DefaultFleet is the fleet `flotilla up` starts without a fleet file: three members in
+// distinct regions and environments.
+func DefaultFleet() *Fleet {
+	f := &Fleet{APIVersion: FleetAPIVersion, Kind: FleetKind, Members: []Member{
+		{Name: "east", Labels: map[string]string{"region": "us-east", "zone": "us-east-1a", "env": "prod"}},
+		{Name: "west", Labels: map[string]string{"region": "us-west", "zone": "us-west-2a", "env": "prod"}},
+		{Name: "europe", Labels: map[string]string{"region": "eu-central", "zone": "eu-central-1a", "env": "staging"}},
+	}}
+	f.applyDefaults()
+	return f
+}
+
+// GeneratedFleet is a fleet of n members named member-01.. spread over three regions; the
+// bench uses it.
+func GeneratedFleet(n int) *Fleet {
+	regions := []string{"us-east", "us-west", "eu-central"}
+	f := &Fleet{APIVersion: FleetAPIVersion, Kind: FleetKind}
+	for i := range n {
+		f.Members = append(f.Members, Member{
+			Name:   fmt.Sprintf("member-%02d", i+1),
+			Labels: map[string]string{"region": regions[i%len(regions)], "env": "bench"},
+		})
+	}
+	f.applyDefaults()
+	return f
+}
+
+// LoadFleetFile reads, defaults and validates a fleet file.
+func LoadFleetFile(path string) (*Fleet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading fleet file: %w", err)
+	}
+	f, err := ParseFleet(data)
+	if err != nil {
+		return nil, fmt.Errorf("fleet file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ParseFleet decodes a fleet definition strictly (unknown fields are errors), applies defaults
+// and validates it.
+func ParseFleet(data []byte) (*Fleet, error) {
+	var f Fleet
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("not a valid fleet definition: %w", err)
+	}
+	f.applyDefaults()
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+func (f *Fleet) applyDefaults() {
+	if f.APIVersion == "" {
+		f.APIVersion = FleetAPIVersion
+	}
+	if f.Kind == "" {
+		f.Kind = FleetKind
+	}
+	for i := range f.Members {
+		m := &f.Members[i]
+		if m.Nodes == 0 {
+			m.Nodes = 2
+		}
+		if m.NodeCapacity.CPU == "" {
+			m.NodeCapacity.CPU = "8"
+		}
+		if m.NodeCapacity.Memory == "" {
+			m.NodeCapacity.Memory = "32Gi"
+		}
+		if m.NodeCapacity.Pods == "" {
+			m.NodeCapacity.Pods = "110"
+		}
+	}
+}
+
+// Validate reports every problem of the fleet, each naming the field and the fix.
+func (f *Fleet) Validate() error {
+	var errs []error
+	if f.APIVersion != FleetAPIVersion {
+		errs = append(errs, fmt.Errorf("apiVersion %q: must be %s", f.APIVersion, FleetAPIVersion))
+	}
+	if f.Kind != FleetKind {
+		errs = append(errs, fmt.Errorf("kind %q: must be %s", f.Kind, FleetKind))
+	}
+	if len(f.Members) == 0 {
+		errs = append(errs, errors.New("members: list at least one member cluster"))
+	}
+	if len(f.Members) > maxMembers {
+		errs = append(errs, fmt.Errorf("members: %d members, at most %d fit on one machine", len(f.Members), maxMembers))
+	}
+	seen := map[string]int{}
+	for i, m := range f.Members {
+		field := fmt.Sprintf("members[%d]", i)
+		for _, msg := range validation.IsDNS1123Label(m.Name) {
+			errs = append(errs, fmt.Errorf("%s.name %q: %s", field, m.Name, msg))
+		}
+		if m.Name == ControlPlaneName {
+			errs = append(errs, fmt.Errorf("%s.name %q: reserved for the control plane; choose another name", field, m.Name))
+		}
+		if j, dup := seen[m.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s.name %q: already used by members[%d]; member names must be unique", field, m.Name, j))
+		}
+		seen[m.Name] = i
+		keys := make([]string, 0, len(m.Labels))
+		for k := range m.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			for _, msg := range validation.IsQualifiedName(k) {
+				errs = append(errs, fmt.Errorf("%s.labels: key %q: %s", field, k, msg))
+			}
+			for _, msg := range validation.IsValidLabelValue(m.Labels[k]) {
+				errs = append(errs, fmt.Errorf("%s.labels[%q]: value %q: %s", field, k, m.Labels[k], msg))
+			}
+		}
+		if m.Nodes < 1 || m.Nodes > maxNodes {
+			errs = append(errs, fmt.Errorf("%s.nodes: %d is out of range; use 1 to %d", field, m.Nodes, maxNodes))
+		}
+		for _, c := range [][2]string{{"cpu", m.NodeCapacity.CPU}, {"memory", m.NodeCapacity.Memory}, {"pods", m.NodeCapacity.Pods}} {
+			name, v := c[0], c[1]
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s.nodeCapacity.%s %q: not a quantity; write it like 8, 500m or 32Gi", field, name, v))
+			} else if q.Sign() <= 0 {
+				errs = append(errs, fmt.Errorf("%s.nodeCapacity.%s %q: must be greater than zero", field, name, v))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Member returns the member with the given name.
+func (f *Fleet) Member(name string) (Member, bool) {
+	for _, m := range f.Members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// Names lists the members' names in fleet order.
+func (f *Fleet) Names() []string {
+	names := make([]string, len(f.Members))
+	for i, m := range f.Members {
+		names[i] = m.Name
+	}
+	return names
+}

@@ -1,0 +1,776 @@
+package localfleet
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// ControlPlaneName is the name of the control plane's kubeconfig and components.
+const ControlPlaneName = "flotilla"
+
+// Tools the fleet runs, expected in Options.BinDir.
+var requiredTools = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// kwok stage files copied next to the tools by `make tools`.
+var kwokStages = []string{"node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml"}
+
+// controlPlaneControllers are the only controllers of the control plane's
+// kube-controller-manager: no workload controller may act on templates there.
+const controlPlaneControllers = "namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation"
+
+// ErrToolsMissing says the local fleet's binaries have not been built.
+var ErrToolsMissing = errors.New("local fleet tools are missing: run `make tools` to build them into bin/")
+
+// Options configure a local fleet.
+type Options struct {
+	// StateDir holds the fleet's data, kubeconfigs, pid files and logs.
+	StateDir string
+	// BinDir holds the tools built by `make tools`.
+	BinDir string
+	// Fleet is the fleet to start the first time; nil means the fleet saved in StateDir, or
+	// DefaultFleet when there is none.
+	Fleet *Fleet
+	// CRDs is a multi-document YAML of CustomResourceDefinitions installed in the control plane.
+	CRDs []byte
+	// Manager, when set, is started as the fleet's controller-manager.
+	Manager *ManagerCommand
+	// Out receives one progress line per component; nil discards them.
+	Out io.Writer
+}
+
+// ManagerCommand is how to run Flotilla's controller-manager.
+type ManagerCommand struct {
+	// Binary is the absolute path of the flotilla binary.
+	Binary string
+	// Args are appended after `controller-manager --kubeconfig ... --*-bind-address ...`.
+	Args []string
+}
+
+// LocalFleet is a handle on the fleet in one state directory.
+type LocalFleet struct {
+	opts  Options
+	state state
+	out   *progress
+}
+
+type state struct {
+	Fleet *Fleet `json:"fleet"`
+	Ports ports  `json:"ports"`
+	// ManagerBinary is the controller-manager binary last started, so `down` can recognise
+	// the process without being told.
+	ManagerBinary string `json:"managerBinary,omitempty"`
+}
+
+type ports struct {
+	EtcdClient     int            `json:"etcdClient"`
+	EtcdPeer       int            `json:"etcdPeer"`
+	ControlPlane   int            `json:"controlPlane"`
+	ManagerMetrics int            `json:"managerMetrics"`
+	ManagerHealth  int            `json:"managerHealth"`
+	Members        map[string]int `json:"members"`
+}
+
+// Open reads the fleet saved in opts.StateDir, or prepares a new one. It starts nothing.
+func Open(opts Options) (*LocalFleet, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("state directory is empty: pass --state-dir or set XDG_STATE_HOME")
+	}
+	abs, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.StateDir = abs
+	if opts.BinDir != "" {
+		if opts.BinDir, err = filepath.Abs(opts.BinDir); err != nil {
+			return nil, err
+		}
+	}
+	f := &LocalFleet{opts: opts, out: &progress{w: opts.Out}}
+	data, err := os.ReadFile(f.statePath())
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &f.state); err != nil {
+			return nil, fmt.Errorf("state file %s is damaged (%v): remove the state directory or run `flotilla down --purge`", f.statePath(), err)
+		}
+		if opts.Fleet != nil && !sameFleet(opts.Fleet, f.state.Fleet) {
+			return nil, fmt.Errorf("state directory %s already holds a fleet with members %v: run `flotilla down --purge` first or pass another --state-dir", abs, f.state.Fleet.Names())
+		}
+	case errors.Is(err, os.ErrNotExist):
+		f.state.Fleet = opts.Fleet
+		if f.state.Fleet == nil {
+			f.state.Fleet = DefaultFleet()
+		}
+	default:
+		return nil, err
+	}
+	return f, nil
+}
+
+func sameFleet(a, b *Fleet) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// Fleet is the fleet definition in use.
+func (f *LocalFleet) Fleet() *Fleet { return f.state.Fleet }
+
+// StateDir is the absolute state directory.
+func (f *LocalFleet) StateDir() string { return f.opts.StateDir }
+
+// Kubeconfig is the path of the admin kubeconfig of a member, or of the control plane when
+// name is "" or ControlPlaneName.
+func (f *LocalFleet) Kubeconfig(name string) string {
+	if name == "" {
+		name = ControlPlaneName
+	}
+	return filepath.Join(f.opts.StateDir, "kubeconfigs", name+".kubeconfig")
+}
+
+// RESTConfig loads the admin REST config of a member or of the control plane.
+func (f *LocalFleet) RESTConfig(name string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.Kubeconfig(name))
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg, nil
+}
+
+// ManagerHealthAddress is the controller-manager's health probe address.
+func (f *LocalFleet) ManagerHealthAddress() string {
+	return fmt.Sprintf("127.0.0.1:%d", f.state.Ports.ManagerHealth)
+}
+
+// ManagerMetricsAddress is the controller-manager's metrics address.
+func (f *LocalFleet) ManagerMetricsAddress() string {
+	return fmt.Sprintf("127.0.0.1:%d", f.state.Ports.ManagerMetrics)
+}
+
+func (f *LocalFleet) statePath() string { return filepath.Join(f.opts.StateDir, "state.json") }
+func (f *LocalFleet) pki() pki          { return pki{dir: filepath.Join(f.opts.StateDir, "pki")} }
+
+func (f *LocalFleet) proc(name, tool string) process {
+	bin := filepath.Join(f.opts.BinDir, tool)
+	if tool == managerComponent {
+		bin = f.state.ManagerBinary
+		if f.opts.Manager != nil {
+			bin = f.opts.Manager.Binary
+		}
+	}
+	return process{
+		name:    name,
+		binary:  bin,
+		pidFile: filepath.Join(f.opts.StateDir, "pids", name+".pid"),
+		logFile: filepath.Join(f.opts.StateDir, "logs", name+".log"),
+	}
+}
+
+const managerComponent = "flotilla-controller-manager"
+
+// Component is one process of the fleet.
+type Component struct {
+	Name    string // e.g. east-apiserver
+	Cluster string // member name, or ControlPlaneName
+	Tool    string // binary name
+}
+
+// Components lists every process of the fleet in start order.
+func (f *LocalFleet) Components() []Component {
+	cs := []Component{
+		{Name: "etcd", Cluster: ControlPlaneName, Tool: "etcd"},
+		{Name: ControlPlaneName + "-apiserver", Cluster: ControlPlaneName, Tool: "kube-apiserver"},
+		{Name: ControlPlaneName + "-kube-controller-manager", Cluster: ControlPlaneName, Tool: "kube-controller-manager"},
+	}
+	for _, m := range f.state.Fleet.Members {
+		cs = append(cs, memberComponents(m.Name)...)
+	}
+	if f.opts.Manager != nil || f.state.ManagerBinary != "" {
+		cs = append(cs, Component{Name: managerComponent, Cluster: ControlPlaneName, Tool: managerComponent})
+	}
+	return cs
+}
+
+func memberComponents(name string) []Component {
+	return []Component{
+		{Name: name + "-apiserver", Cluster: name, Tool: "kube-apiserver"},
+		{Name: name + "-kube-controller-manager", Cluster: name, Tool: "kube-controller-manager"},
+		{Name: name + "-kube-scheduler", Cluster: name, Tool: "kube-scheduler"},
+		{Name: name + "-kwok", Cluster: name, Tool: "kwok"},
+	}
+}
+
+// ComponentStatus is what `flotilla status` shows of a component.
+type ComponentStatus struct {
+	Component
+	PID      int
+	Running  bool
+	RSSBytes int64
+}
+
+// Status reports each component's pid, liveness and resident memory.
+func (f *LocalFleet) Status() []ComponentStatus {
+	var out []ComponentStatus
+	for _, c := range f.Components() {
+		p := f.proc(c.Name, c.Tool)
+		pid, ok := p.pid()
+		st := ComponentStatus{Component: c, PID: pid, Running: ok}
+		if ok {
+			st.RSSBytes = processRSS(pid)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Running reports whether every component of the fleet runs.
+func (f *LocalFleet) Running() bool {
+	for _, s := range f.Status() {
+		if !s.Running {
+			return false
+		}
+	}
+	return true
+}
+
+// Initialized reports whether the state directory holds a fleet that was started before.
+func (f *LocalFleet) Initialized() bool {
+	_, err := os.Stat(f.statePath())
+	return err == nil
+}
+
+func (f *LocalFleet) checkTools() error {
+	var missing []string
+	for _, t := range requiredTools {
+		if _, err := os.Stat(filepath.Join(f.opts.BinDir, t)); err != nil {
+			missing = append(missing, t)
+		}
+	}
+	for _, s := range kwokStages {
+		if _, err := os.Stat(filepath.Join(f.opts.BinDir, "kwok-stages", s)); err != nil {
+			missing = append(missing, "kwok-stages/"+s)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w (missing in %s: %v)", ErrToolsMissing, f.opts.BinDir, missing)
+	}
+	return nil
+}
+
+// UpResult says what Up did.
+type UpResult struct {
+	AlreadyUp bool
+	Duration  time.Duration
+}
+
+// Up starts every component that is not running, waits until each answers, creates the
+// members' simulated nodes and installs the CRDs. When everything already runs it changes
+// nothing and says so.
+func (f *LocalFleet) Up(ctx context.Context) (UpResult, error) {
+	start := time.Now()
+	if f.Initialized() && f.Running() {
+		f.out.linef("fleet in %s is already up (%d members): nothing to do", f.opts.StateDir, len(f.state.Fleet.Members))
+		return UpResult{AlreadyUp: true}, nil
+	}
+	if err := f.checkTools(); err != nil {
+		return UpResult{}, err
+	}
+	if err := f.prepare(); err != nil {
+		return UpResult{}, err
+	}
+	if err := f.startEtcd(ctx); err != nil {
+		return UpResult{}, err
+	}
+	clusters := append([]string{ControlPlaneName}, f.state.Fleet.Names()...)
+	if err := f.startAPIServers(ctx, clusters); err != nil {
+		return UpResult{}, err
+	}
+	if err := f.startCluster(ctx, ControlPlaneName); err != nil {
+		return UpResult{}, err
+	}
+	done := f.out.step("flotilla-apis")
+	err := f.installControlPlaneAPIs(ctx)
+	done(err)
+	if err != nil {
+		return UpResult{}, err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(f.state.Fleet.Members))
+	for i, m := range f.state.Fleet.Members {
+		wg.Go(func() { errs[i] = f.startCluster(ctx, m.Name) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return UpResult{}, err
+	}
+	if err := f.startManager(ctx); err != nil {
+		return UpResult{}, err
+	}
+	d := time.Since(start)
+	f.out.linef("fleet up in %.1fs: control plane and %d members; state in %s", d.Seconds(), len(f.state.Fleet.Members), f.opts.StateDir)
+	return UpResult{Duration: d}, nil
+}
+
+// prepare assigns ports (keeping the saved ones while free), writes the PKI, kubeconfigs,
+// kwok stages and the state file.
+func (f *LocalFleet) prepare() error {
+	for _, d := range []string{"kubeconfigs", "logs", "pids", "etcd"} {
+		if err := os.MkdirAll(filepath.Join(f.opts.StateDir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := f.pki().ensure(); err != nil {
+		return fmt.Errorf("writing the fleet's certificates: %w", err)
+	}
+	p := &f.state.Ports
+	taken := map[int]bool{}
+	pick := func(saved *int, component string) error {
+		running := f.componentRunning(component)
+		if *saved != 0 && !taken[*saved] && (running || portFree(*saved)) {
+			taken[*saved] = true
+			return nil
+		}
+		port, err := freePort(taken)
+		if err != nil {
+			return err
+		}
+		*saved = port
+		taken[port] = true
+		return nil
+	}
+	if p.Members == nil {
+		p.Members = map[string]int{}
+	}
+	steps := []struct {
+		port      *int
+		component string
+	}{
+		{&p.EtcdClient, "etcd"}, {&p.EtcdPeer, "etcd"},
+		{&p.ControlPlane, ControlPlaneName + "-apiserver"},
+		{&p.ManagerMetrics, managerComponent}, {&p.ManagerHealth, managerComponent},
+	}
+	for _, s := range steps {
+		if err := pick(s.port, s.component); err != nil {
+			return err
+		}
+	}
+	for _, m := range f.state.Fleet.Members {
+		port := p.Members[m.Name]
+		if err := pick(&port, m.Name+"-apiserver"); err != nil {
+			return err
+		}
+		p.Members[m.Name] = port
+	}
+	if err := f.writeKubeconfig(ControlPlaneName, p.ControlPlane); err != nil {
+		return err
+	}
+	for _, m := range f.state.Fleet.Members {
+		if err := f.writeKubeconfig(m.Name, p.Members[m.Name]); err != nil {
+			return err
+		}
+	}
+	if err := f.writeKwokStages(); err != nil {
+		return err
+	}
+	if f.opts.Manager != nil {
+		f.state.ManagerBinary = f.opts.Manager.Binary
+	}
+	data, err := json.MarshalIndent(f.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(f.statePath(), data, 0o644)
+}
+
+func (f *LocalFleet) componentRunning(name string) bool {
+	for _, c := range f.Components() {
+		if c.Name == name {
+			_, ok := f.proc(c.Name, c.Tool).pid()
+			return ok
+		}
+	}
+	return false
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+func freePort(taken map[int]bool) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("finding a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !taken[port] {
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port on 127.0.0.1")
+}
+
+func (f *LocalFleet) writeKubeconfig(name string, port int) error {
+	pk := f.pki()
+	ca, err := os.ReadFile(pk.path(caCert))
+	if err != nil {
+		return err
+	}
+	cert, err := os.ReadFile(pk.path(adminCert))
+	if err != nil {
+		return err
+	}
+	key, err := os.ReadFile(pk.path(adminKey))
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", port), CertificateAuthorityData: ca}
+	cfg.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin"}
+	cfg.CurrentContext = name
+	return clientcmd.WriteToFile(*cfg, f.Kubeconfig(name))
+}
+
+func (f *LocalFleet) writeKwokStages() error {
+	var buf bytes.Buffer
+	for _, s := range kwokStages {
+		data, err := os.ReadFile(filepath.Join(f.opts.BinDir, "kwok-stages", s))
+		if err != nil {
+			return err
+		}
+		buf.Write(data)
+		buf.WriteString("\n---\n")
+	}
+	return os.WriteFile(filepath.Join(f.opts.StateDir, "kwok-stages.yaml"), buf.Bytes(), 0o644)
+}
+
+func (f *LocalFleet) startEtcd(ctx context.Context) error {
+	p := f.proc("etcd", "etcd")
+	if _, ok := p.pid(); ok {
+		return nil
+	}
+	done := f.out.step("etcd")
+	ports := f.state.Ports
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports.EtcdPeer)
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports.EtcdClient)
+	err := p.start(
+		"--name=flotilla", "--data-dir="+filepath.Join(f.opts.StateDir, "etcd"),
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=flotilla="+peer,
+		"--quota-backend-bytes="+strconv.Itoa(8<<30),
+		"--auto-compaction-mode=periodic", "--auto-compaction-retention=5m",
+		"--unsafe-no-fsync", "--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	err = waitFor(ctx, 60*time.Second, p, func(ctx context.Context) error {
+		return httpOK(ctx, http.DefaultClient, client+"/health")
+	})
+	done(err)
+	return err
+}
+
+func (f *LocalFleet) apiserverPort(cluster string) int {
+	if cluster == ControlPlaneName {
+		return f.state.Ports.ControlPlane
+	}
+	return f.state.Ports.Members[cluster]
+}
+
+// startAPIServers starts the apiservers at once and waits for each to be ready: they spend
+// most of their start on their own, so starting them together saves most of the time.
+func (f *LocalFleet) startAPIServers(ctx context.Context, clusters []string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(clusters))
+	for i, c := range clusters {
+		wg.Go(func() { errs[i] = f.startAPIServer(ctx, c) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
+	p := f.proc(cluster+"-apiserver", "kube-apiserver")
+	if _, ok := p.pid(); !ok {
+		pk := f.pki()
+		issuer := fmt.Sprintf("https://%s.flotilla.local", cluster)
+		err := p.start(
+			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", f.state.Ports.EtcdClient),
+			"--etcd-prefix=/"+cluster,
+			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", f.apiserverPort(cluster)),
+			"--endpoint-reconciler-type=none",
+			"--tls-cert-file="+pk.path(serverCert), "--tls-private-key-file="+pk.path(serverKey),
+			"--client-ca-file="+pk.path(caCert),
+			"--service-account-issuer="+issuer, "--api-audiences="+issuer,
+			"--service-account-key-file="+pk.path(serviceAcPub),
+			"--service-account-signing-key-file="+pk.path(serviceAccountKey),
+			"--service-cluster-ip-range=10.96.0.0/16",
+			"--authorization-mode=Node,RBAC",
+			// Front-proxy flags let an aggregated apiserver or a webhook on 127.0.0.1 plug in.
+			"--proxy-client-cert-file="+pk.path(frontProxyClientCert),
+			"--proxy-client-key-file="+pk.path(frontProxyClientKey),
+			"--requestheader-client-ca-file="+pk.path(frontProxyCACert),
+			"--requestheader-allowed-names=front-proxy-client",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-username-headers=X-Remote-User",
+			"--profiling=false",
+		)
+		if err != nil {
+			return err
+		}
+	}
+	done := f.out.step(cluster + "-apiserver")
+	err := f.waitAPIServer(ctx, cluster, 180*time.Second)
+	done(err)
+	return err
+}
+
+func (f *LocalFleet) waitAPIServer(ctx context.Context, cluster string, timeout time.Duration) error {
+	client, err := f.adminHTTPClient()
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", f.apiserverPort(cluster))
+	return waitFor(ctx, timeout, f.proc(cluster+"-apiserver", "kube-apiserver"), func(ctx context.Context) error {
+		return httpOK(ctx, client, url)
+	})
+}
+
+func (f *LocalFleet) adminHTTPClient() (*http.Client, error) {
+	pk := f.pki()
+	cert, err := tls.LoadX509KeyPair(pk.path(adminCert), pk.path(adminKey))
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(pk.path(caCert))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}, Timeout: 5 * time.Second}, nil
+}
+
+// startCluster starts the components of a cluster that come after its apiserver.
+func (f *LocalFleet) startCluster(ctx context.Context, cluster string) error {
+	kubeconfig := f.Kubeconfig(cluster)
+	pk := f.pki()
+	kcmArgs := func(controllers string, qps int) []string {
+		return []string{
+			"--kubeconfig=" + kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
+			"--controllers=" + controllers,
+			fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps),
+			"--service-account-private-key-file=" + pk.path(serviceAccountKey),
+			"--root-ca-file=" + pk.path(caCert),
+			"--cluster-signing-cert-file=" + pk.path(caCert), "--cluster-signing-key-file=" + pk.path(caKey),
+			"--use-service-account-credentials=false", "--cluster-name=" + cluster,
+		}
+	}
+	if cluster == ControlPlaneName {
+		return f.startOnce(cluster+"-kube-controller-manager", "kube-controller-manager", kcmArgs(controlPlaneControllers, 100)...)
+	}
+	if err := f.startOnce(cluster+"-kube-controller-manager", "kube-controller-manager", kcmArgs("*", 100)...); err != nil {
+		return err
+	}
+	if err := f.startOnce(cluster+"-kube-scheduler", "kube-scheduler",
+		"--kubeconfig="+kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
+		"--kube-api-qps=100", "--kube-api-burst=200"); err != nil {
+		return err
+	}
+	index := slices.Index(f.state.Fleet.Names(), cluster) + 1
+	if err := f.startOnce(cluster+"-kwok", "kwok",
+		"--kubeconfig="+kubeconfig, "--config="+filepath.Join(f.opts.StateDir, "kwok-stages.yaml"),
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		fmt.Sprintf("--node-ip=10.0.%d.1", index), fmt.Sprintf("--cidr=10.%d.0.0/16", 100+index),
+		"--node-lease-duration-seconds=40"); err != nil {
+		return err
+	}
+	m, _ := f.state.Fleet.Member(cluster)
+	done := f.out.step(cluster + "-nodes")
+	err := f.ensureNodes(ctx, m)
+	done(err)
+	return err
+}
+
+func (f *LocalFleet) startOnce(name, tool string, args ...string) error {
+	p := f.proc(name, tool)
+	if _, ok := p.pid(); ok {
+		return nil
+	}
+	if err := p.start(args...); err != nil {
+		return err
+	}
+	f.out.linef("  %-36s started", name)
+	return nil
+}
+
+func (f *LocalFleet) startManager(ctx context.Context) error {
+	if f.opts.Manager == nil {
+		return nil
+	}
+	p := f.proc(managerComponent, managerComponent)
+	if _, ok := p.pid(); !ok {
+		args := append([]string{
+			"controller-manager",
+			"--kubeconfig=" + f.Kubeconfig(ControlPlaneName),
+			"--metrics-bind-address=" + f.ManagerMetricsAddress(),
+			"--health-probe-bind-address=" + f.ManagerHealthAddress(),
+		}, f.opts.Manager.Args...)
+		if err := p.start(args...); err != nil {
+			return err
+		}
+	}
+	done := f.out.step(managerComponent)
+	err := waitFor(ctx, 120*time.Second, p, func(ctx context.Context) error {
+		return httpOK(ctx, http.DefaultClient, "http://"+f.ManagerHealthAddress()+"/readyz")
+	})
+	done(err)
+	return err
+}
+
+// StopManager stops the controller-manager only (to restart it in a test).
+func (f *LocalFleet) StopManager() error {
+	_, err := f.proc(managerComponent, managerComponent).stop(15 * time.Second)
+	return err
+}
+
+// StartManager starts the controller-manager again and waits until it is ready.
+func (f *LocalFleet) StartManager(ctx context.Context) error { return f.startManager(ctx) }
+
+// StopMember stops every process of one member, as if the cluster went away. Its data stays.
+func (f *LocalFleet) StopMember(name string) error {
+	if _, ok := f.state.Fleet.Member(name); !ok {
+		return fmt.Errorf("no member %q in this fleet (members: %v)", name, f.state.Fleet.Names())
+	}
+	cs := memberComponents(name)
+	slices.Reverse(cs)
+	for _, c := range cs {
+		stopped, err := f.proc(c.Name, c.Tool).stop(10 * time.Second)
+		if err != nil {
+			return err
+		}
+		if stopped {
+			f.out.linef("  %-36s stopped", c.Name)
+		}
+	}
+	return nil
+}
+
+// StartMember starts a stopped member again and waits until its apiserver answers.
+func (f *LocalFleet) StartMember(ctx context.Context, name string) error {
+	if _, ok := f.state.Fleet.Member(name); !ok {
+		return fmt.Errorf("no member %q in this fleet (members: %v)", name, f.state.Fleet.Names())
+	}
+	if !f.componentRunning("etcd") {
+		return errors.New("the fleet is down: run `flotilla up` first")
+	}
+	if err := f.startAPIServer(ctx, name); err != nil {
+		return err
+	}
+	return f.startCluster(ctx, name)
+}
+
+// Down stops every process the fleet started, members first and etcd last. With purge it
+// also removes the state directory.
+func (f *LocalFleet) Down(purge bool) error {
+	cs := f.Components()
+	slices.Reverse(cs)
+	var errs []error
+	stoppedAny := false
+	for _, c := range cs {
+		stopped, err := f.proc(c.Name, c.Tool).stop(15 * time.Second)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if stopped {
+			stoppedAny = true
+			f.out.linef("  %-36s stopped", c.Name)
+		}
+	}
+	if !stoppedAny {
+		f.out.linef("nothing was running in %s", f.opts.StateDir)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if purge {
+		if err := os.RemoveAll(f.opts.StateDir); err != nil {
+			return err
+		}
+		f.out.linef("removed %s", f.opts.StateDir)
+	}
+	return nil
+}
+
+// waitFor polls check until it succeeds, the timeout passes or the process dies; a dead
+// process is reported with the end of its log.
+func waitFor(ctx context.Context, timeout time.Duration, p process, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		last = check(cctx)
+		ccancel()
+		if last == nil {
+			return nil
+		}
+		if p.exitedEarly() {
+			return fmt.Errorf("%s exited; the end of %s:\n%s", p.name, p.logFile, p.logTail(15))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not become ready in %s (last error: %v); see %s", p.name, timeout, last, p.logFile)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func httpOK(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package localfleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// ensureNodes creates the member's simulated nodes (kwok manages those annotated as fake) and
+// waits until kwok reports them Ready.
+func (f *LocalFleet) ensureNodes(ctx context.Context, m Member) error {
+	cfg, err := f.RESTConfig(m.Name)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(m.NodeCapacity.CPU),
+		corev1.ResourceMemory: resource.MustParse(m.NodeCapacity.Memory),
+		corev1.ResourcePods:   resource.MustParse(m.NodeCapacity.Pods),
+	}
+	for i := range m.Nodes {
+		name := fmt.Sprintf("%s-node-%d", m.Name, i+1)
+		labels := map[string]string{
+			"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		}
+		if r := m.Labels["region"]; r != "" {
+			labels["topology.kubernetes.io/region"] = r
+		}
+		if z := m.Labels["zone"]; z != "" {
+			labels["topology.kubernetes.io/zone"] = z
+		}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Labels:      labels,
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node %s in %s: %w", name, m.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready >= m.Nodes, nil
+	})
+}
+
+// installControlPlaneAPIs creates Flotilla's namespace and CRDs in the control plane and waits
+// until every CRD is established.
+func (f *LocalFleet) installControlPlaneAPIs(ctx context.Context) error {
+	cfg, err := f.RESTConfig(ControlPlaneName)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.SystemNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", kube.SystemNamespace, err)
+	}
+	if len(f.opts.CRDs) == 0 {
+		return nil
+	}
+	crds, err := DecodeCRDs(f.opts.CRDs)
+	if err != nil {
+		return err
+	}
+	ext, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	api := ext.ApiextensionsV1().CustomResourceDefinitions()
+	for _, crd := range crds {
+		existing, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = api.Create(ctx, crd, metav1.CreateOptions{})
+		case err == nil:
+			crd.ResourceVersion = existing.ResourceVersion
+			_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			got, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			established := false
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					established = true
+				}
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// DecodeCRDs reads a multi-document YAML of CustomResourceDefinitions.
+func DecodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := dec.Decode(crd); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decoding CRDs: %w", err)
+		}
+		if crd.Name != "" {
+			out = append(out, crd)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package localfleet
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// pki is the set of files every component of the fleet shares. One CA signs every serving
+// and client certificate: the fleet lives on 127.0.0.1 and belongs to one user.
+type pki struct{ dir string }
+
+func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
+
+const (
+	caCert, caKey                   = "ca.crt", "ca.key"
+	frontProxyCACert                = "front-proxy-ca.crt"
+	frontProxyClientCert            = "front-proxy-client.crt"
+	frontProxyClientKey             = "front-proxy-client.key"
+	serverCert, serverKey           = "server.crt", "server.key"
+	adminCert, adminKey             = "admin.crt", "admin.key"
+	serviceAccountKey, serviceAcPub = "sa.key", "sa.pub"
+	pkiDoneMarker                   = "complete"
+)
+
+// ensure writes the PKI once; later calls keep it so kubeconfigs stay valid across up/down.
+func (p pki) ensure() error {
+	if _, err := os.Stat(p.path(pkiDoneMarker)); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return err
+	}
+	ca, caSigner, err := newCA("flotilla-local-ca")
+	if err != nil {
+		return err
+	}
+	fpCA, fpSigner, err := newCA("flotilla-local-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	if err := p.writeCert(caCert, ca, caKey, caSigner); err != nil {
+		return err
+	}
+	if err := p.writeCert(frontProxyCACert, fpCA, "", nil); err != nil {
+		return err
+	}
+	server := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "flotilla-local-apiserver"},
+		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	if err := p.issue(serverCert, serverKey, server, ca, caSigner); err != nil {
+		return err
+	}
+	admin := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "flotilla-admin", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := p.issue(adminCert, adminKey, admin, ca, caSigner); err != nil {
+		return err
+	}
+	fpClient := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "front-proxy-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := p.issue(frontProxyClientCert, frontProxyClientKey, fpClient, fpCA, fpSigner); err != nil {
+		return err
+	}
+	// Service-account tokens are signed with RSA: every Kubernetes client verifies RS256.
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	if err := p.writeKey(serviceAccountKey, saKey); err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.path(serviceAcPub), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(p.path(pkiDoneMarker), nil, 0o600)
+}
+
+func newCA(name string) (*x509.Certificate, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating %s: %w", name, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
+}
+
+func (p pki) issue(certFile, keyFile string, tmpl, ca *x509.Certificate, caSigner crypto.Signer) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = time.Now().AddDate(10, 0, 0)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caSigner)
+	if err != nil {
+		return fmt.Errorf("issuing %s: %w", certFile, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return err
+	}
+	return p.writeCert(certFile, cert, keyFile, key)
+}
+
+func (p pki) writeCert(certFile string, cert *x509.Certificate, keyFile string, key crypto.Signer) error {
+	if err := os.WriteFile(p.path(certFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+		return err
+	}
+	if keyFile == "" {
+		return nil
+	}
+	return p.writeKey(keyFile, key)
+}
+
+func (p pki) writeKey(keyFile string, key crypto.Signer) error {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p.path(keyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	return n
+}

@@ -1,0 +1,85 @@
+// Package manager assembles Flotilla's controller-manager: one controller-runtime manager with
+// leader election, Prometheus metrics and health probes, the clustercache that owns member
+// connections, and every controller. It holds wiring only; behaviour lives in the capability
+// packages it registers.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flotilla-dev/flotilla/internal/cluster"
+	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// Options configure the controller-manager.
+type Options struct {
+	MetricsAddress     string
+	HealthProbeAddress string
+	LeaderElection     bool
+	LeaderElectionID   string
+	Probe              clustercache.Options
+}
+
+// DefaultOptions are the production defaults.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddress:     ":8080",
+		HealthProbeAddress: ":8081",
+		LeaderElection:     true,
+		LeaderElectionID:   "flotilla-controller-manager",
+		Probe:              clustercache.DefaultOptions(),
+	}
+}
+
+// Run starts the controller-manager and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	if err := o.Probe.Validate(); err != nil {
+		return err
+	}
+	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        kube.Scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		HealthProbeBindAddress:        o.HealthProbeAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       kube.SystemNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only Flotilla's own Secrets (member credentials) are cached, not every Secret.
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{kube.SystemNamespace: {}}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	members := clustercache.New(o.Probe)
+	if err := (&cluster.Reconciler{
+		Client:   mgr.GetClient(),
+		Cache:    members,
+		Recorder: mgr.GetEventRecorder("flotilla-cluster-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

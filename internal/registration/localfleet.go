@@ -1,0 +1,35 @@
+package registration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
+)
+
+// JoinLocalFleet joins (or re-joins, keeping endpoints current after a restart) every member of
+// a local fleet and waits until each is Ready, printing a line per member.
+func JoinLocalFleet(ctx context.Context, c client.Client, f *localfleet.LocalFleet, out io.Writer, timeout time.Duration) error {
+	start := time.Now()
+	for _, m := range f.Fleet().Members {
+		kc, err := clientcmd.LoadFromFile(f.Kubeconfig(m.Name))
+		if err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+		if _, err := Join(ctx, c, JoinOptions{Name: m.Name, Kubeconfig: kc, Labels: m.Labels, Overwrite: true}); err != nil {
+			return err
+		}
+	}
+	err := WaitReady(ctx, c, f.Fleet().Names(), timeout, func(cl *clusterv1alpha1.Cluster) {
+		if out != nil {
+			fmt.Fprintf(out, "  ✓ %-34s Ready after %.1fs (%s, %d nodes)\n", "cluster/"+cl.Name, time.Since(start).Seconds(), cl.Status.KubernetesVersion, cl.Status.NodeSummary.Ready)
+		}
+	})
+	return err
+}

@@ -1,0 +1,320 @@
+// Package registration joins member clusters to the control plane and removes them: it
+// validates a member (reachable, credentials accepted) before it writes anything, then stores
+// the credentials Secret and the Cluster together, undoing the Secret when the Cluster cannot
+// be written. It also joins the members of a local fleet and waits for them to be Ready.
+//
+// It must not probe members after joining (the cluster controller and clustercache own health)
+// and must not touch anything in the members.
+package registration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// ClusterNameLabel marks the credentials Secret with the name of its Cluster.
+const ClusterNameLabel = "cluster.flotilla.dev/name"
+
+// JoinOptions describe a member to join.
+type JoinOptions struct {
+	// Name of the Cluster, a DNS label.
+	Name string
+	// Kubeconfig for the member; loaded from a file so relative certificate paths resolve.
+	Kubeconfig *clientcmdapi.Config
+	// Context in the kubeconfig; empty means its current context.
+	Context string
+	// Labels of the Cluster (region, zone, env, ...).
+	Labels map[string]string
+	// Overwrite replaces an existing Cluster's endpoint, credentials and labels.
+	Overwrite bool
+	// Timeout bounds contacting the member; 10s when zero.
+	Timeout time.Duration
+}
+
+// Join validates the member and then writes its credentials Secret and Cluster. When it fails,
+// the control plane holds what it held before.
+func Join(ctx context.Context, c client.Client, o JoinOptions) (*clusterv1alpha1.Cluster, error) {
+	if err := validateName(o.Name); err != nil {
+		return nil, err
+	}
+	if err := validateLabels(o.Labels); err != nil {
+		return nil, err
+	}
+	creds, cfg, err := memberCredentials(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMember(ctx, o.Name, cfg, o.Timeout); err != nil {
+		return nil, err
+	}
+
+	existing := &clusterv1alpha1.Cluster{}
+	switch err := c.Get(ctx, client.ObjectKey{Name: o.Name}, existing); {
+	case err == nil && !o.Overwrite:
+		return nil, fmt.Errorf("cluster %q is already joined (endpoint %s): pass --overwrite to replace its endpoint, credentials and labels, or unjoin it first", o.Name, existing.Spec.Endpoint)
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		existing = nil
+	default:
+		return nil, fmt.Errorf("reading cluster %q: %w", o.Name, err)
+	}
+
+	if err := ensureNamespace(ctx, c); err != nil {
+		return nil, err
+	}
+	secret, previous, err := writeSecret(ctx, c, o.Name, creds)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := writeCluster(ctx, c, existing, o, cfg.Host, secret)
+	if err != nil {
+		// Put the Secret back as it was, so a failed join leaves nothing half-written.
+		if previous == nil {
+			_ = c.Delete(context.WithoutCancel(ctx), secret)
+		} else {
+			_ = c.Update(context.WithoutCancel(ctx), secretWith(secret, previous.Data))
+		}
+		return nil, err
+	}
+	// The Cluster owns its Secret: the control plane's garbage collector removes the Secret
+	// if someone deletes the Cluster with kubectl.
+	patch := client.MergeFrom(secret.DeepCopy())
+	secret.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
+	}}
+	if err := c.Patch(ctx, secret, patch); err != nil {
+		return nil, fmt.Errorf("linking secret %s/%s to cluster %q: %w", secret.Namespace, secret.Name, o.Name, err)
+	}
+	return cluster, nil
+}
+
+func secretWith(s *corev1.Secret, data map[string][]byte) *corev1.Secret {
+	out := s.DeepCopy()
+	out.Data = data
+	return out
+}
+
+func validateName(name string) error {
+	if name == "" {
+		return errors.New("cluster name is empty: give the member a DNS-label name such as east-1")
+	}
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		return fmt.Errorf("cluster name %q: %s", name, msgs[0])
+	}
+	return nil
+}
+
+func validateLabels(labels map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("label key %q: %s", k, msgs[0])
+		}
+		if msgs := validation.IsValidLabelValue(labels[k]); len(msgs) > 0 {
+			return fmt.Errorf("label %q value %q: %s", k, labels[k], msgs[0])
+		}
+	}
+	return nil
+}
+
+// memberCredentials reduces the kubeconfig to the chosen context with every file inlined, so the
+// stored Secret stands on its own.
+func memberCredentials(o JoinOptions) ([]byte, *rest.Config, error) {
+	if o.Kubeconfig == nil {
+		return nil, nil, errors.New("kubeconfig is empty: pass --kubeconfig with the member's kubeconfig file")
+	}
+	kc := o.Kubeconfig.DeepCopy()
+	if o.Context != "" {
+		if _, ok := kc.Contexts[o.Context]; !ok {
+			return nil, nil, fmt.Errorf("--context %q is not in the kubeconfig (contexts: %v)", o.Context, slices.Sorted(maps.Keys(kc.Contexts)))
+		}
+		kc.CurrentContext = o.Context
+	}
+	if kc.CurrentContext == "" {
+		return nil, nil, fmt.Errorf("the kubeconfig has no current context: pass --context (contexts: %v)", slices.Sorted(maps.Keys(kc.Contexts)))
+	}
+	if err := clientcmdapi.MinifyConfig(kc); err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
+	}
+	if err := clientcmdapi.FlattenConfig(kc); err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig context %q: reading its certificate files: %w", kc.CurrentContext, err)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
+	}
+	if cfg.Host == "" {
+		return nil, nil, fmt.Errorf("kubeconfig context %q has no server URL", kc.CurrentContext)
+	}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, cfg, nil
+}
+
+// checkMember proves the member answers and accepts the credentials before anything is written.
+func checkMember(ctx context.Context, name string, cfg *rest.Config, timeout time.Duration) error {
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = timeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("cluster %q: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		return fmt.Errorf("cluster %q: cannot reach the API server at %s: %v; check the kubeconfig's server URL and that the cluster is up", name, cfg.Host, err)
+	}
+	if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("cluster %q: the API server at %s refused the kubeconfig's credentials: %v; use credentials that may manage the cluster", name, cfg.Host, err)
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.SystemNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", kube.SystemNamespace, err)
+	}
+	return nil
+}
+
+// SecretName is the name of a cluster's credentials Secret.
+func SecretName(cluster string) string { return "cluster-" + cluster + "-credentials" }
+
+// writeSecret creates or updates the credentials Secret and returns the Secret as it was before.
+func writeSecret(ctx context.Context, c client.Client, name string, creds []byte) (*corev1.Secret, *corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: kube.SystemNamespace, Name: SecretName(name)}
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, key, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{ClusterNameLabel: name}},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{clusterv1alpha1.CredentialsSecretKey: creds},
+		}
+		if err := c.Create(ctx, secret); err != nil {
+			return nil, nil, fmt.Errorf("storing credentials secret %s: %w", key, err)
+		}
+		return secret, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading credentials secret %s: %w", key, err)
+	}
+	previous := secret.DeepCopy()
+	secret.Data = map[string][]byte{clusterv1alpha1.CredentialsSecretKey: creds}
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	secret.Labels[ClusterNameLabel] = name
+	if err := c.Update(ctx, secret); err != nil {
+		return nil, nil, fmt.Errorf("storing credentials secret %s: %w", key, err)
+	}
+	return secret, previous, nil
+}
+
+func writeCluster(ctx context.Context, c client.Client, existing *clusterv1alpha1.Cluster, o JoinOptions, endpoint string, secret *corev1.Secret) (*clusterv1alpha1.Cluster, error) {
+	spec := clusterv1alpha1.ClusterSpec{
+		Endpoint:             endpoint,
+		CredentialsSecretRef: clusterv1alpha1.SecretReference{Namespace: secret.Namespace, Name: secret.Name},
+		SyncMode:             clusterv1alpha1.SyncModePush,
+	}
+	if existing == nil {
+		cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Labels: o.Labels}, Spec: spec}
+		if err := c.Create(ctx, cluster); err != nil {
+			return nil, fmt.Errorf("creating cluster %q: %w", o.Name, err)
+		}
+		return cluster, nil
+	}
+	spec.Taints = existing.Spec.Taints
+	existing.Spec = spec
+	existing.Labels = o.Labels
+	if err := c.Update(ctx, existing); err != nil {
+		return nil, fmt.Errorf("updating cluster %q: %w", o.Name, err)
+	}
+	return existing, nil
+}
+
+// Unjoin deletes the Cluster and its credentials Secret. Nothing in the member is touched.
+func Unjoin(ctx context.Context, c client.Client, name string) error {
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("cluster %q is not joined", name)
+		}
+		return err
+	}
+	if err := c.Delete(ctx, cluster); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting cluster %q: %w", name, err)
+	}
+	ref := cluster.Spec.CredentialsSecretRef
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
+	if err := c.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting credentials secret %s/%s of cluster %q: %w", ref.Namespace, ref.Name, name, err)
+	}
+	return nil
+}
+
+// WaitReady waits until every named Cluster is Ready, calling onReady once per cluster as it
+// becomes Ready. The error names the clusters that are not.
+func WaitReady(ctx context.Context, c client.Client, names []string, timeout time.Duration, onReady func(*clusterv1alpha1.Cluster)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pending := map[string]string{}
+	for _, n := range names {
+		pending[n] = "not probed yet"
+	}
+	for {
+		for _, n := range slices.Sorted(maps.Keys(pending)) {
+			cl := &clusterv1alpha1.Cluster{}
+			if err := c.Get(ctx, client.ObjectKey{Name: n}, cl); err != nil {
+				pending[n] = err.Error()
+				continue
+			}
+			cond := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
+			if cond != nil && cond.Status == metav1.ConditionTrue && cl.Status.NodeSummary != nil {
+				delete(pending, n)
+				if onReady != nil {
+					onReady(cl)
+				}
+			} else if cond != nil {
+				pending[n] = cond.Reason + ": " + cond.Message
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			var msgs []string
+			for _, n := range slices.Sorted(maps.Keys(pending)) {
+				msgs = append(msgs, fmt.Sprintf("%s (%s)", n, pending[n]))
+			}
+			sort.Strings(msgs)
+			return fmt.Errorf("clusters not Ready after %s: %v", timeout, msgs)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
