@@ -1,7 +1,7 @@
 # Flotilla — run `make help` for the targets.
 SHELL := /usr/bin/env bash
 export GONOSUMDB ?= k8s.io,sigs.k8s.io
-export GOFLAGS ?= -mod=mod
+export GOFLAGS ?= -mod=mod -buildvcs=false
 BIN := $(CURDIR)/bin
 FLOTILLA := $(BIN)/flotilla
 E2E_TIMEOUT ?= 30m

@@ -5,7 +5,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
 mod=$root/hack/tools
 mkdir -p "$bin"
-export GONOSUMDB=${GONOSUMDB:-k8s.io,sigs.k8s.io} GOFLAGS=-mod=mod CGO_ENABLED=0
+export GONOSUMDB=${GONOSUMDB:-k8s.io,sigs.k8s.io} GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
 
 stamp=$bin/.tools-stamp
 want=$(cat "$mod/go.mod" "$mod/go.sum" "$0" | sha256sum | cut -d' ' -f1)

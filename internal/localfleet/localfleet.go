@@ -393,6 +393,10 @@ func (f *LocalFleet) prepare() error {
 	if f.opts.Manager != nil {
 		f.state.ManagerBinary = f.opts.Manager.Binary
 	}
+	return f.writeState()
+}
+
+func (f *LocalFleet) writeState() error {
 	data, err := json.MarshalIndent(f.state, "", "  ")
 	if err != nil {
 		return err

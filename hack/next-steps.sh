@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Printed at the end of `make demo`.
+cat <<'MSG'
+
+The local fleet is up and its members are Ready. Try next:
+  export KUBECONFIG=$(bin/flotilla kubeconfig)       # the control plane, for kubectl
+  kubectl get clusters -o wide                        # the same table as bin/flotilla get clusters
+  bin/flotilla status                                 # processes, memory, readiness
+  bin/flotilla fleet stop west                        # a member goes away...
+  kubectl get clusters -w                             # ...and turns NotReady within ~30s
+  bin/flotilla fleet start west                       # and comes back
+  kubectl --kubeconfig $(bin/flotilla kubeconfig east) get nodes
+  bin/flotilla down                                   # stop everything (data kept; --purge removes it)
+MSG

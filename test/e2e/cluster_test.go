@@ -1,0 +1,258 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/registration"
+)
+
+// Given the default local fleet, every member is a Ready Cluster showing what the member is.
+func TestMembersBecomeReadyWithTheirFacts(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	for _, m := range fleet.Fleet().Members {
+		cl := &clusterv1alpha1.Cluster{}
+		g.Expect(cp.Get(ctx, client.ObjectKey{Name: m.Name}, cl)).To(gomega.Succeed())
+		g.Expect(readyStatus(t, m.Name)).To(gomega.Equal(metav1.ConditionTrue), "cluster %s", m.Name)
+		g.Expect(cl.Status.KubernetesVersion).To(gomega.Equal("v1.37.2"))
+		g.Expect(cl.Spec.SyncMode).To(gomega.Equal(clusterv1alpha1.SyncModePush))
+		for k, v := range m.Labels {
+			g.Expect(cl.Labels).To(gomega.HaveKeyWithValue(k, v))
+		}
+		g.Expect(cl.Status.NodeSummary).To(gomega.Equal(&clusterv1alpha1.NodeSummary{Total: 2, Ready: 2}))
+		alloc := cl.Status.ResourceSummary.Allocatable
+		g.Expect(alloc.Cpu().Equal(resource.MustParse("16"))).To(gomega.BeTrue(), "cpu %s", alloc.Cpu())
+		g.Expect(alloc.Memory().Equal(resource.MustParse("64Gi"))).To(gomega.BeTrue(), "memory %s", alloc.Memory())
+		g.Expect(alloc.Pods().Equal(resource.MustParse("220"))).To(gomega.BeTrue(), "pods %s", alloc.Pods())
+		g.Expect(servesResource(cl, "apps/v1", "deployments")).To(gomega.BeTrue())
+		g.Expect(cl.Status.LastProbeTime).NotTo(gomega.BeNil())
+	}
+
+	out, err := flotilla("get", "clusters", "-o", "wide", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(out).To(gomega.ContainSubstring("NAME"))
+	g.Expect(out).To(gomega.MatchRegexp(`east\s+True\s+v1\.37\.2\s+Push\s+2\s+\d+%\s+\d+%`))
+}
+
+// When pods that request resources run in a member, its Cluster shows them as requested.
+func TestResourceSummaryFollowsMemberPods(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	east := memberClient(t, "east")
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "summary-probe", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](4),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "summary-probe"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "summary-probe"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "registry.example/app:1",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+					}},
+				}}},
+			},
+		},
+	}
+	g.Expect(east.Create(ctx, dep)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = east.Delete(context.Background(), dep) })
+
+	g.Eventually(func(g gomega.Gomega) {
+		cl := &clusterv1alpha1.Cluster{}
+		g.Expect(cp.Get(ctx, client.ObjectKey{Name: "east"}, cl)).To(gomega.Succeed())
+		req := cl.Status.ResourceSummary.Requested
+		g.Expect(req.Cpu().Equal(resource.MustParse("8"))).To(gomega.BeTrue(), "requested cpu %s", req.Cpu())
+		g.Expect(req.Memory().Equal(resource.MustParse("32Gi"))).To(gomega.BeTrue(), "requested memory %s", req.Memory())
+		g.Expect(cl.Status.ResourceSummary.Usage.CPU).To(gomega.Equal("50%"))
+	}).Should(gomega.Succeed())
+}
+
+// When a member's processes stop, only that Cluster turns NotReady within the probe window,
+// and it is Ready again after the member restarts.
+func TestStoppedMemberTurnsNotReadyAndRecovers(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	t.Cleanup(func() { _ = fleet.StartMember(context.Background(), "west") })
+
+	g.Expect(fleet.StopMember("west")).To(gomega.Succeed())
+	g.Eventually(func() metav1.ConditionStatus { return readyStatus(t, "west") }).
+		WithTimeout(30 * time.Second).Should(gomega.Equal(metav1.ConditionFalse))
+	cond := readyCondition(t, "west")
+	g.Expect(cond.Reason).To(gomega.Equal(clusterv1alpha1.ReasonProbeFailed))
+	g.Expect(cond.Message).To(gomega.ContainSubstring("last error"))
+	g.Expect(readyStatus(t, "east")).To(gomega.Equal(metav1.ConditionTrue))
+	g.Expect(readyStatus(t, "europe")).To(gomega.Equal(metav1.ConditionTrue))
+	g.Eventually(func() bool { return hasEvent(ctx, "west", "ClusterNotReady") }).Should(gomega.BeTrue())
+
+	g.Expect(fleet.StartMember(ctx, "west")).To(gomega.Succeed())
+	g.Eventually(func() metav1.ConditionStatus { return readyStatus(t, "west") }).Should(gomega.Equal(metav1.ConditionTrue))
+	g.Eventually(func() bool { return hasEvent(ctx, "west", "ClusterReady") }).Should(gomega.BeTrue())
+	g.Expect(readyStatus(t, "east")).To(gomega.Equal(metav1.ConditionTrue))
+}
+
+func hasEvent(ctx context.Context, cluster, reason string) bool {
+	list := &eventsv1.EventList{}
+	if err := cp.List(ctx, list); err != nil {
+		return false
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == cluster && e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// Join refuses members it cannot reach or read, with a message saying what to fix, and
+// writes nothing.
+func TestJoinRejectsBadKubeconfigsAndWritesNothing(t *testing.T) {
+	g := newG(t)
+	dir := t.TempDir()
+	malformed := filepath.Join(dir, "malformed.yaml")
+	g.Expect(os.WriteFile(malformed, []byte("clusters: [this is: not a kubeconfig"), 0o600)).To(gomega.Succeed())
+	unreachable := filepath.Join(dir, "unreachable.yaml")
+	g.Expect(os.WriteFile(unreachable, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: gone, user: {token: abc}}]
+contexts: [{name: gone, context: {cluster: gone, user: gone}}]
+current-context: gone
+`), 0o600)).To(gomega.Succeed())
+
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kubeconfig", malformed}, "not a valid kubeconfig"},
+		{[]string{"--kubeconfig", filepath.Join(dir, "missing.yaml")}, "--kubeconfig"},
+		{[]string{"--kubeconfig", unreachable}, "cannot reach the API server at https://127.0.0.1:1"},
+		{[]string{"--kubeconfig", fleet.Kubeconfig("east"), "--context", "nope"}, `--context "nope" is not in the kubeconfig`},
+		{[]string{"--kubeconfig", fleet.Kubeconfig("east"), "--label", "bad key!=x"}, `label key "bad key!"`},
+		{[]string{"--kubeconfig", fleet.Kubeconfig("east"), "--label", "novalue"}, "write labels as key=value"},
+	}
+	for _, c := range cases {
+		args := append([]string{"join", "rejected", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--timeout", "3s"}, c.args...)
+		out, err := flotilla(args...)
+		g.Expect(err).To(gomega.HaveOccurred(), "join %v: %s", c.args, out)
+		g.Expect(err.Error()).To(gomega.ContainSubstring(c.want))
+	}
+	_, err := flotilla("join", "Bad_Name", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`cluster name "Bad_Name"`)))
+
+	ctx := context.Background()
+	err = cp.Get(ctx, client.ObjectKey{Name: "rejected"}, &clusterv1alpha1.Cluster{})
+	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "a failed join must not create the Cluster: %v", err)
+	err = cp.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("rejected")}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "a failed join must not create the Secret: %v", err)
+}
+
+// A joined cluster is probed to Ready; unjoin removes its Cluster and Secret and leaves the
+// member alone.
+func TestJoinThenUnjoin(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	out, err := flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""),
+		"--kubeconfig", fleet.Kubeconfig("east"), "--label", "region=us-east", "--label", "tier=gold")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("cluster/east-again joined"))
+	g.Eventually(func() metav1.ConditionStatus { return readyStatus(t, "east-again") }).Should(gomega.Equal(metav1.ConditionTrue))
+	cl := &clusterv1alpha1.Cluster{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Name: "east-again"}, cl)).To(gomega.Succeed())
+	g.Expect(cl.Labels).To(gomega.Equal(map[string]string{"region": "us-east", "tier": "gold"}))
+	secretKey := client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("east-again")}
+	g.Expect(cp.Get(ctx, secretKey, &corev1.Secret{})).To(gomega.Succeed())
+
+	_, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("already joined")))
+
+	out, err = flotilla("unjoin", "east-again", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(apierrors.IsNotFound(cp.Get(ctx, client.ObjectKey{Name: "east-again"}, &clusterv1alpha1.Cluster{}))).To(gomega.BeTrue())
+	g.Expect(apierrors.IsNotFound(cp.Get(ctx, secretKey, &corev1.Secret{}))).To(gomega.BeTrue())
+	g.Expect(readyStatus(t, "east")).To(gomega.Equal(metav1.ConditionTrue), "the member itself stays joined under its own name")
+
+	_, err = flotilla("unjoin", "east-again", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`cluster "east-again" is not joined`)))
+}
+
+// Invalid Clusters are rejected at admission with a message naming the field.
+func TestInvalidClustersAreRejected(t *testing.T) {
+	valid := func() *clusterv1alpha1.Cluster {
+		return &clusterv1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "invalid"},
+			Spec: clusterv1alpha1.ClusterSpec{
+				Endpoint:             "https://10.0.0.1:6443",
+				CredentialsSecretRef: clusterv1alpha1.SecretReference{Namespace: kube.SystemNamespace, Name: "creds"},
+				SyncMode:             clusterv1alpha1.SyncModePush,
+			},
+		}
+	}
+	cases := []struct {
+		name   string
+		mutate func(*clusterv1alpha1.Cluster)
+		want   string
+	}{
+		{"plain http endpoint", func(c *clusterv1alpha1.Cluster) { c.Spec.Endpoint = "http://10.0.0.1:6443" }, "spec.endpoint must be an https:// URL"},
+		{"missing endpoint", func(c *clusterv1alpha1.Cluster) { c.Spec.Endpoint = "" }, "spec.endpoint"},
+		{"pull mode", func(c *clusterv1alpha1.Cluster) { c.Spec.SyncMode = clusterv1alpha1.SyncModePull }, "spec.syncMode: Pull is reserved and not implemented yet; use Push"},
+		{"unknown sync mode", func(c *clusterv1alpha1.Cluster) { c.Spec.SyncMode = "Sideways" }, `spec.syncMode: Unsupported value: "Sideways"`},
+		{"bad secret name", func(c *clusterv1alpha1.Cluster) { c.Spec.CredentialsSecretRef.Name = "Bad_Name" }, "spec.credentialsSecretRef.name"},
+		{"missing secret namespace", func(c *clusterv1alpha1.Cluster) { c.Spec.CredentialsSecretRef.Namespace = "" }, "spec.credentialsSecretRef.namespace"},
+		{"unknown taint effect", func(c *clusterv1alpha1.Cluster) {
+			c.Spec.Taints = []clusterv1alpha1.Taint{{Key: "dedicated", Effect: "Sometimes"}}
+		}, `spec.taints[0].effect: Unsupported value: "Sometimes"`},
+		{"bad taint key", func(c *clusterv1alpha1.Cluster) {
+			c.Spec.Taints = []clusterv1alpha1.Taint{{Key: "bad key!", Effect: clusterv1alpha1.TaintEffectNoSchedule}}
+		}, "spec.taints[0].key"},
+		{"duplicate taints", func(c *clusterv1alpha1.Cluster) {
+			c.Spec.Taints = []clusterv1alpha1.Taint{{Key: "a", Effect: clusterv1alpha1.TaintEffectNoSchedule}, {Key: "a", Effect: clusterv1alpha1.TaintEffectNoSchedule}}
+		}, "spec.taints[1]: Duplicate value"},
+		{"name longer than a DNS label", func(c *clusterv1alpha1.Cluster) { c.Name = strings.Repeat("a", 64) }, "metadata.name must be at most 63 characters"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newG(t)
+			obj := valid()
+			c.mutate(obj)
+			err := cp.Create(context.Background(), obj)
+			if err == nil {
+				_ = cp.Delete(context.Background(), obj)
+			}
+			g.Expect(err).To(gomega.HaveOccurred())
+			g.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "want an Invalid error, got %v", err)
+			g.Expect(err.Error()).To(gomega.ContainSubstring(c.want))
+		})
+	}
+}
+
+func servesResource(cl *clusterv1alpha1.Cluster, gv, resource string) bool {
+	for _, e := range cl.Status.APIEnablements {
+		if e.GroupVersion != gv {
+			continue
+		}
+		for _, r := range e.Resources {
+			if r.Name == resource {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,182 @@
+// Package e2e runs Flotilla's scenarios against a local fleet of real Kubernetes clusters,
+// started once for the test binary by the same package `flotilla up` uses. The tools must be
+// built first (`make e2e` does it); FLOTILLA_BIN_DIR points at them.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/config/crd"
+	"github.com/flotilla-dev/flotilla/internal/cli"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/registration"
+)
+
+// Probe settings of the test fleet's controller-manager: a member is NotReady after about
+// period x threshold + timeout.
+const (
+	probePeriod      = time.Second
+	probeTimeout     = time.Second
+	failureThreshold = 2
+)
+
+var (
+	fleet       *localfleet.LocalFleet
+	cp          client.Client
+	binDir      string
+	flotillaBin string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	var err error
+	if binDir, err = toolsDir(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp("", "flotilla-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if flotillaBin, err = buildFlotilla(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fleet, err = startFleet(ctx, filepath.Join(tmp, "fleet"), localfleet.DefaultFleet())
+	if fleet != nil {
+		defer func() { _ = fleet.Down(false) }()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local fleet:", err)
+		return 1
+	}
+	if cp, err = controlPlaneClient(fleet); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// toolsDir finds the tools `make tools` built; without them nothing here can run, which is an
+// error, not a skip.
+func toolsDir() (string, error) {
+	dir := os.Getenv("FLOTILLA_BIN_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "bin")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		return "", fmt.Errorf("no kube-apiserver in %s: run `make tools` (or `make e2e`) first", dir)
+	}
+	return dir, nil
+}
+
+// buildFlotilla builds the binary under test, so the controller-manager the fleet runs is this
+// tree's code.
+func buildFlotilla(dir string) (string, error) {
+	out := filepath.Join(dir, "flotilla")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/flotilla-dev/flotilla/cmd/flotilla")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building flotilla: %w", err)
+	}
+	return out, nil
+}
+
+func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet) (*localfleet.LocalFleet, error) {
+	lf, err := localfleet.Open(localfleet.Options{
+		StateDir: stateDir, BinDir: binDir, Fleet: f, CRDs: crd.YAML(), Out: os.Stdout,
+		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: []string{
+			"--probe-period=" + probePeriod.String(), "--probe-timeout=" + probeTimeout.String(),
+			fmt.Sprintf("--failure-threshold=%d", failureThreshold), "--zap-log-level=info",
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := lf.Up(ctx); err != nil {
+		return lf, err
+	}
+	c, err := controlPlaneClient(lf)
+	if err != nil {
+		return lf, err
+	}
+	return lf, registration.JoinLocalFleet(ctx, c, lf, os.Stdout, 3*time.Minute)
+}
+
+func controlPlaneClient(lf *localfleet.LocalFleet) (client.Client, error) {
+	cfg, err := lf.RESTConfig("")
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: kube.Scheme})
+}
+
+func memberClient(t *testing.T, name string) client.Client {
+	t.Helper()
+	cfg, err := fleet.RESTConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// flotilla runs the command line in-process, as a user would type it, against the test fleet.
+func flotilla(args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append(args, "--state-dir", fleet.StateDir(), "--bin-dir", binDir))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String() + errOut.String(), err
+}
+
+func readyCondition(t *testing.T, name string) *metav1.Condition {
+	t.Helper()
+	cl := &clusterv1alpha1.Cluster{}
+	if err := cp.Get(context.Background(), client.ObjectKey{Name: name}, cl); err != nil {
+		return nil
+	}
+	return meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
+}
+
+func readyStatus(t *testing.T, name string) metav1.ConditionStatus {
+	if c := readyCondition(t, name); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+func newG(t *testing.T) gomega.Gomega {
+	g := gomega.NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	return g
+}
