@@ -113,6 +113,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		setReady(status, metav1.ConditionFalse, clusterv1alpha1.ReasonProbeFailed,
 			"health probes keep failing; last error: "+health.LastError, cl.Generation)
 	default:
+		// No verdict yet (a restarted controller, or failures below the threshold): keep the
+		// verdict already in status rather than flapping it to Unknown.
+		if meta.FindStatusCondition(status.Conditions, clusterv1alpha1.ConditionReady) != nil {
+			break
+		}
 		msg := "waiting for the first health probe"
 		if health.LastError != "" {
 			msg = fmt.Sprintf("probe failed (%d so far): %s", health.ConsecutiveFailures, health.LastError)
