@@ -107,11 +107,11 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlag
 
 	if detectFailure {
 		victim := lf.Fleet().Members[0].Name
-		stopAt := time.Now()
-		if err := lf.StopMember(victim); err != nil {
+		stopStart := time.Now()
+		if err := lf.StopComponent(victim + "-apiserver"); err != nil {
 			return err
 		}
-		stopped := time.Since(stopAt)
+		stopped, stopAt := time.Since(stopStart), time.Now()
 		for {
 			cl := &clusterv1alpha1.Cluster{}
 			if err := c.Get(ctx, client.ObjectKey{Name: victim}, cl); err == nil {
@@ -124,7 +124,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlag
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		fmt.Fprintf(out, "apiserver stop -> NotReady: %6.1fs (probe every %s, timeout %s, threshold %d; stopping took %.1fs)\n",
+		fmt.Fprintf(out, "apiserver stop -> NotReady: %6.1fs (probe every %s, timeout %s, threshold %d; measured from the apiserver's exit, which took %.1fs)\n",
 			time.Since(stopAt).Seconds(), probe.period, probe.timeout, probe.threshold, stopped.Seconds())
 	}
 	return nil

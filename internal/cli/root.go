@@ -15,11 +15,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -141,6 +143,8 @@ func (g *globals) openFleet(fleet *localfleet.Fleet, manager *localfleet.Manager
 
 // Execute runs the command line and returns the process exit code.
 func Execute(ctx context.Context) int {
+	// Commands other than controller-manager log nothing through controller-runtime; it sets its own.
+	ctrl.SetLogger(logr.Discard())
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	cmd := NewRootCommand(streams)
 	if err := cmd.ExecuteContext(ctx); err != nil {

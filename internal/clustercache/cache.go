@@ -253,6 +253,9 @@ func (c *Cache) probe(ctx context.Context, m *member) {
 				logf.FromContext(ctx).V(1).Info("Discovery failed", "cluster", m.Name, "error", derr.Error())
 			}
 		}
+		// A fresh connection's informers sync within moments; waiting for them (bounded by
+		// the probe timeout) lets the first probe report nodes and capacity.
+		m.factory.WaitForCacheSync(pctx.Done())
 		next.Nodes, next.Resources = m.summaries()
 	}
 	setReadyMetric(m.Name, next.Readiness)

@@ -186,6 +186,20 @@ func (f *LocalFleet) proc(name, tool string) process {
 
 const managerComponent = "flotilla-controller-manager"
 
+// stopGrace is how long a component may take to exit after SIGTERM before it is killed.
+// kube-apiserver keeps no local state and, measured here, takes a full minute to drain after
+// SIGTERM, so it gets a short grace; etcd gets a long one to close its database cleanly.
+func stopGrace(tool string) time.Duration {
+	switch tool {
+	case "kube-apiserver":
+		return 3 * time.Second
+	case "etcd":
+		return 30 * time.Second
+	default:
+		return 10 * time.Second
+	}
+}
+
 // Component is one process of the fleet.
 type Component struct {
 	Name    string // e.g. east-apiserver
@@ -666,22 +680,21 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 
 // StopManager stops the controller-manager only (to restart it in a test).
 func (f *LocalFleet) StopManager() error {
-	_, err := f.proc(managerComponent, managerComponent).stop(15 * time.Second)
+	_, err := f.proc(managerComponent, managerComponent).stop(stopGrace(managerComponent))
 	return err
 }
 
 // StartManager starts the controller-manager again and waits until it is ready.
 func (f *LocalFleet) StartManager(ctx context.Context) error { return f.startManager(ctx) }
 
-// StopMember stops every process of one member, as if the cluster went away. Its data stays.
+// StopMember stops every process of one member, as if the cluster went away: the apiserver
+// first, so the member stops answering at once. Its data stays.
 func (f *LocalFleet) StopMember(name string) error {
 	if _, ok := f.state.Fleet.Member(name); !ok {
 		return fmt.Errorf("no member %q in this fleet (members: %v)", name, f.state.Fleet.Names())
 	}
-	cs := memberComponents(name)
-	slices.Reverse(cs)
-	for _, c := range cs {
-		stopped, err := f.proc(c.Name, c.Tool).stop(10 * time.Second)
+	for _, c := range memberComponents(name) {
+		stopped, err := f.proc(c.Name, c.Tool).stop(stopGrace(c.Tool))
 		if err != nil {
 			return err
 		}
@@ -714,7 +727,7 @@ func (f *LocalFleet) Down(purge bool) error {
 	var errs []error
 	stoppedAny := false
 	for _, c := range cs {
-		stopped, err := f.proc(c.Name, c.Tool).stop(15 * time.Second)
+		stopped, err := f.proc(c.Name, c.Tool).stop(stopGrace(c.Tool))
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -777,4 +790,16 @@ func httpOK(ctx context.Context, client *http.Client, url string) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// StopComponent stops one process of the fleet by its component name (see Components), for
+// fault injection finer than a whole member.
+func (f *LocalFleet) StopComponent(name string) error {
+	for _, c := range f.Components() {
+		if c.Name == name {
+			_, err := f.proc(c.Name, c.Tool).stop(stopGrace(c.Tool))
+			return err
+		}
+	}
+	return fmt.Errorf("no component %q in this fleet", name)
 }
