@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 )
 
 // Scheme knows the built-in Kubernetes types and Flotilla's APIs.
@@ -20,6 +21,7 @@ var Scheme = runtime.NewScheme()
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
 	utilruntime.Must(clusterv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(policyv1alpha1.AddToScheme(Scheme))
 }
 
 // FieldManager is the server-side-apply field manager of every write Flotilla makes.
