@@ -26,6 +26,9 @@ func newBenchCommand(g *globals) *cobra.Command {
 		Short: "Time `up` to all members Ready, memory per member and of the control plane, and failure detection",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := probe.validate(); err != nil {
+				return err
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/config/crd"
+	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
 	"github.com/flotilla-dev/flotilla/internal/registration"
@@ -31,6 +32,10 @@ func (p *probeFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&p.period, "probe-period", 10*time.Second, "time between two health probes of a member")
 	cmd.Flags().DurationVar(&p.timeout, "probe-timeout", 5*time.Second, "bound of one health probe")
 	cmd.Flags().IntVar(&p.threshold, "failure-threshold", 3, "consecutive failed probes that make a member NotReady")
+}
+
+func (p *probeFlags) validate() error {
+	return clustercache.Options{ProbePeriod: p.period, ProbeTimeout: p.timeout, FailureThreshold: p.threshold}.Validate()
 }
 
 func (p *probeFlags) args() []string {
@@ -53,6 +58,9 @@ func newUpCommand(g *globals) *cobra.Command {
   %[1]s up --fleet examples/fleet.yaml`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := probe.validate(); err != nil {
+				return err
+			}
 			var fleet *localfleet.Fleet
 			if fleetFile != "" {
 				f, err := localfleet.LoadFleetFile(fleetFile)

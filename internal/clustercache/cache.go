@@ -50,11 +50,11 @@ func DefaultOptions() Options {
 func (o Options) Validate() error {
 	switch {
 	case o.ProbePeriod <= 0:
-		return fmt.Errorf("probe period %s: must be greater than zero", o.ProbePeriod)
+		return fmt.Errorf("--probe-period %s: must be greater than zero, e.g. 10s", o.ProbePeriod)
 	case o.ProbeTimeout <= 0 || o.ProbeTimeout > o.ProbePeriod:
-		return fmt.Errorf("probe timeout %s: must be greater than zero and at most the probe period %s", o.ProbeTimeout, o.ProbePeriod)
+		return fmt.Errorf("--probe-timeout %s: must be greater than zero and at most --probe-period (%s)", o.ProbeTimeout, o.ProbePeriod)
 	case o.FailureThreshold < 1:
-		return fmt.Errorf("failure threshold %d: must be at least 1", o.FailureThreshold)
+		return fmt.Errorf("--failure-threshold %d: must be at least 1", o.FailureThreshold)
 	}
 	return nil
 }

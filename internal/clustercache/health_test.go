@@ -2,6 +2,7 @@ package clustercache
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,5 +40,28 @@ func TestNextHealth(t *testing.T) {
 				t.Errorf("LastProbeTime = %v, want %v", h.LastProbeTime, want)
 			}
 		})
+	}
+}
+
+func TestOptionsValidateNamesTheFlag(t *testing.T) {
+	ok := DefaultOptions()
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("defaults must be valid: %v", err)
+	}
+	tests := []struct {
+		mutate func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.ProbePeriod = 0 }, "--probe-period 0s: must be greater than zero"},
+		{func(o *Options) { o.ProbeTimeout = 0 }, "--probe-timeout 0s"},
+		{func(o *Options) { o.ProbeTimeout = time.Minute }, "--probe-timeout 1m0s: must be greater than zero and at most --probe-period (10s)"},
+		{func(o *Options) { o.FailureThreshold = 0 }, "--failure-threshold 0: must be at least 1"},
+	}
+	for _, tt := range tests {
+		o := DefaultOptions()
+		tt.mutate(&o)
+		if err := o.Validate(); err == nil || err.Error() != tt.want && !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("got %v, want %q", err, tt.want)
+		}
 	}
 }
