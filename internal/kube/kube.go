@@ -13,6 +13,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 )
 
 // Scheme knows the built-in Kubernetes types and Flotilla's APIs.
@@ -22,6 +23,7 @@ func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
 	utilruntime.Must(clusterv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(policyv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(workv1alpha1.AddToScheme(Scheme))
 }
 
 // FieldManager is the server-side-apply field manager of every write Flotilla makes.

@@ -1,0 +1,290 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Condition types of bindings and works.
+const (
+	// ConditionScheduled: the binding's clusters are chosen.
+	ConditionScheduled = "Scheduled"
+	// ConditionApplied: the manifests are applied in the member(s).
+	ConditionApplied = "Applied"
+	// ConditionHealthy: the workload is healthy in every cluster.
+	ConditionHealthy = "Healthy"
+)
+
+// Health of a workload in one cluster or overall.
+// +kubebuilder:validation:Enum=Healthy;Progressing;Degraded;Unknown
+type Health string
+
+const (
+	HealthHealthy     Health = "Healthy"
+	HealthProgressing Health = "Progressing"
+	HealthDegraded    Health = "Degraded"
+	HealthUnknown     Health = "Unknown"
+)
+
+// Labels and annotations Flotilla puts on the objects it manages.
+const (
+	// ManagedByLabel marks member objects applied by Flotilla.
+	ManagedByLabel = "work.flotilla.dev/managed-by"
+	// ManagedByValue is the value of ManagedByLabel.
+	ManagedByValue = "flotilla"
+	// WorkNamespaceAnnotation and WorkNameAnnotation name the Work a member object came from.
+	WorkNamespaceAnnotation = "work.flotilla.dev/work-namespace"
+	WorkNameAnnotation      = "work.flotilla.dev/work-name"
+	// BindingLabel on a Work names its binding as namespace.name.
+	BindingNamespaceLabel = "work.flotilla.dev/binding-namespace"
+	BindingNameLabel      = "work.flotilla.dev/binding-name"
+	// ClusterLabel on a Work names its member cluster.
+	ClusterLabel = "work.flotilla.dev/cluster"
+)
+
+// ObjectReference names a template in the control plane.
+type ObjectReference struct {
+	// apiVersion of the template.
+	// +required
+	// +kubebuilder:validation:MaxLength=316
+	APIVersion string `json:"apiVersion"`
+	// kind of the template.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// namespace of the template; empty for cluster-scoped templates.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// name of the template.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// uid of the template.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+}
+
+// PolicyReference names the policy that placed a template.
+type PolicyReference struct {
+	// kind is PropagationPolicy or ClusterPropagationPolicy.
+	// +required
+	// +kubebuilder:validation:Enum=PropagationPolicy;ClusterPropagationPolicy
+	Kind string `json:"kind"`
+	// namespace of a PropagationPolicy.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// name of the policy.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// TargetCluster is one cluster of a scheduling result.
+type TargetCluster struct {
+	// name of the cluster.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// replicas the cluster runs; 0 for kinds without replicas.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas,omitempty"`
+}
+
+// ResourceBindingSpec is written by the detector (resource, policy, replicas) and the scheduler
+// (clusters).
+type ResourceBindingSpec struct {
+	// resource is the template this binding places.
+	// +required
+	Resource ObjectReference `json:"resource"`
+
+	// policyRef is the policy that placed the template.
+	// +required
+	PolicyRef PolicyReference `json:"policyRef"`
+
+	// replicas is the template's replica count; 0 for kinds without replicas.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// templateHash is a hash of the template's content; a change re-renders the Works.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TemplateHash string `json:"templateHash,omitempty"`
+
+	// deletionPolicy from the policy: Delete or Orphan the member objects when they stop
+	// being placed.
+	// +optional
+	// +kubebuilder:validation:Enum=Delete;Orphan
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+
+	// conflictResolution from the policy: Abort or Overwrite.
+	// +optional
+	// +kubebuilder:validation:Enum=Abort;Overwrite
+	ConflictResolution string `json:"conflictResolution,omitempty"`
+
+	// clusters is the scheduling result.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []TargetCluster `json:"clusters,omitempty"`
+}
+
+// ClusterStatus is a template's status in one member.
+type ClusterStatus struct {
+	// cluster name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+	// applied is true once the manifest is applied in the member.
+	// +optional
+	Applied bool `json:"applied,omitempty"`
+	// health of the object in the member.
+	// +optional
+	Health Health `json:"health,omitempty"`
+	// message says why it is not applied or not healthy.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+	// status is the member object's status, as observed.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status *runtime.RawExtension `json:"status,omitempty"`
+}
+
+// ResourceBindingStatus is the aggregated view of the template across its clusters.
+type ResourceBindingStatus struct {
+	// conditions: Scheduled, Applied, Healthy.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration of the binding.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// health overall: the worst of the clusters'.
+	// +optional
+	Health Health `json:"health,omitempty"`
+	// clusters holds the status per member cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+}
+
+// ResourceBinding is the placement of one namespaced template: the clusters and replicas the
+// scheduler chose and the status gathered back from them.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rb,categories=flotilla
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resource.kind`
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health`
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.policyRef.name`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ResourceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the template, its policy and the scheduling result.
+	// +required
+	Spec ResourceBindingSpec `json:"spec"`
+
+	// status is gathered from the members.
+	// +optional
+	Status ResourceBindingStatus `json:"status,omitempty"`
+}
+
+// ResourceBindingList is a list of ResourceBindings.
+// +kubebuilder:object:root=true
+type ResourceBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceBinding `json:"items"`
+}
+
+// Manifest is one whole Kubernetes object.
+// +kubebuilder:pruning:PreserveUnknownFields
+// +kubebuilder:validation:EmbeddedResource
+type Manifest struct {
+	runtime.RawExtension `json:",inline"`
+}
+
+// WorkSpec holds what is applied in one member.
+type WorkSpec struct {
+	// manifests are the rendered objects, applied in order.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Manifests []Manifest `json:"manifests"`
+
+	// deletionPolicy: Delete removes the member objects with the Work, Orphan leaves them.
+	// +optional
+	// +kubebuilder:validation:Enum=Delete;Orphan
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+
+	// conflictResolution: Abort leaves an existing member object that is not Flotilla's
+	// untouched; Overwrite adopts it.
+	// +optional
+	// +kubebuilder:validation:Enum=Abort;Overwrite
+	ConflictResolution string `json:"conflictResolution,omitempty"`
+}
+
+// WorkStatus is what the executor observed in the member.
+type WorkStatus struct {
+	// conditions: Applied.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// appliedHash is the hash of the manifests last applied, so unchanged Works are skipped.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AppliedHash string `json:"appliedHash,omitempty"`
+	// health of the first manifest in the member.
+	// +optional
+	Health Health `json:"health,omitempty"`
+	// manifestStatus is the member status of the first manifest.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	ManifestStatus *runtime.RawExtension `json:"manifestStatus,omitempty"`
+}
+
+// Work is the rendered manifests of one binding for one member cluster, in that cluster's
+// execution namespace (flotilla-es-CLUSTER) of the control plane.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=flotilla
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.metadata.labels.work\.flotilla\.dev/cluster`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Work struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec holds the manifests.
+	// +required
+	Spec WorkSpec `json:"spec"`
+
+	// status is observed in the member.
+	// +optional
+	Status WorkStatus `json:"status,omitempty"`
+}
+
+// WorkList is a list of Works.
+// +kubebuilder:object:root=true
+type WorkList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Work `json:"items"`
+}

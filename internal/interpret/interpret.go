@@ -1,0 +1,189 @@
+package interpret
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+// MemberStatus is one member's reflected status of an object.
+type MemberStatus struct {
+	Cluster string
+	Status  map[string]any
+}
+
+// Interpreter is what the rest of Flotilla asks about a kind.
+type Interpreter interface {
+	// GetReplicas returns the replica count and whether the kind has replicas at all.
+	GetReplicas(obj *unstructured.Unstructured) (int32, bool, error)
+	// ReviseReplica sets a cluster's share of the replicas on a rendered copy.
+	ReviseReplica(obj *unstructured.Unstructured, replicas int32) error
+	// ReflectStatus picks what of a member object's status goes back to the control plane.
+	ReflectStatus(obj *unstructured.Unstructured) map[string]any
+	// AggregateStatus folds the members' statuses into the template's status; nil means the
+	// template's status is not written.
+	AggregateStatus(template *unstructured.Unstructured, members []MemberStatus) map[string]any
+	// Health judges a member object.
+	Health(obj *unstructured.Unstructured) workv1alpha1.Health
+}
+
+// For returns the interpreter of a kind.
+func For(gk schema.GroupKind) Interpreter {
+	switch gk {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+		return replicated{counts: []string{"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"},
+			updatedField: "updatedReplicas", availableField: "availableReplicas"}
+	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
+		return replicated{counts: []string{"replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas"},
+			availableField: "availableReplicas"}
+	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+		return replicated{counts: []string{"replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"},
+			updatedField: "updatedReplicas", availableField: "availableReplicas"}
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		return job{}
+	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
+		return daemonSet{}
+	case schema.GroupKind{Kind: "Pod"}:
+		return pod{}
+	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
+		return pvc{}
+	case schema.GroupKind{Kind: "Service"}:
+		return service{}
+	case schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}:
+		return ingress{}
+	}
+	return generic{}
+}
+
+// generic: no replicas, status reflected whole, health from a Ready condition or existence.
+type generic struct{}
+
+func (generic) GetReplicas(*unstructured.Unstructured) (int32, bool, error) { return 0, false, nil }
+func (generic) ReviseReplica(*unstructured.Unstructured, int32) error        { return nil }
+func (generic) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
+	st, _, _ := unstructured.NestedMap(obj.Object, "status")
+	return st
+}
+func (generic) AggregateStatus(*unstructured.Unstructured, []MemberStatus) map[string]any { return nil }
+func (generic) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
+	conds, found, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	if !found {
+		return workv1alpha1.HealthHealthy // ConfigMap, Secret, ServiceAccount...: existing is healthy
+	}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			if m["status"] == "True" {
+				return workv1alpha1.HealthHealthy
+			}
+			return workv1alpha1.HealthProgressing
+		}
+	}
+	return workv1alpha1.HealthHealthy
+}
+
+// replicated covers kinds whose spec.replicas divides and whose status counts add up.
+type replicated struct {
+	counts         []string // status fields summed over members
+	updatedField   string   // status field of replicas at the latest spec; "" if none
+	availableField string
+}
+
+func (r replicated) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
+	return replicasHealth(obj, r.updatedField, r.availableField)
+}
+
+func (replicated) GetReplicas(obj *unstructured.Unstructured) (int32, bool, error) {
+	r, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if err != nil {
+		return 0, true, fmt.Errorf("spec.replicas: %w", err)
+	}
+	if !found {
+		return 1, true, nil // the API default
+	}
+	return int32(r), true, nil
+}
+
+func (replicated) ReviseReplica(obj *unstructured.Unstructured, replicas int32) error {
+	return unstructured.SetNestedField(obj.Object, int64(replicas), "spec", "replicas")
+}
+
+func (r replicated) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
+	st, _, _ := unstructured.NestedMap(obj.Object, "status")
+	out := map[string]any{}
+	for _, f := range append(r.counts, "observedGeneration") {
+		if v, ok := st[f]; ok {
+			out[f] = v
+		}
+	}
+	// The member's generation tells whether its controller saw the latest spec.
+	out["generation"] = obj.GetGeneration()
+	return out
+}
+
+// AggregateStatus sums the counts. observedGeneration is the template's generation once every
+// member observed its latest spec, so `kubectl rollout status` on the template waits correctly.
+func (r replicated) AggregateStatus(template *unstructured.Unstructured, members []MemberStatus) map[string]any {
+	out := map[string]any{}
+	sums := map[string]int64{}
+	allObserved := len(members) > 0
+	for _, m := range members {
+		for _, f := range r.counts {
+			sums[f] += toInt64(m.Status[f])
+		}
+		if toInt64(m.Status["observedGeneration"]) < toInt64(m.Status["generation"]) || m.Status["generation"] == nil {
+			allObserved = false
+		}
+	}
+	for _, f := range r.counts {
+		out[f] = sums[f]
+	}
+	observed := toInt64(getPath(template.Object, "status", "observedGeneration"))
+	if allObserved {
+		observed = template.GetGeneration()
+	}
+	out["observedGeneration"] = observed
+	return out
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case int32:
+		return int64(n)
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
+func getPath(obj map[string]any, path ...string) any {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	return v
+}
+
+// replicasHealth: Progressing until the controller observed the spec and the updated and
+// available counts reach the desired replicas.
+func replicasHealth(obj *unstructured.Unstructured, updatedField, availableField string) workv1alpha1.Health {
+	want, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if !found {
+		want = 1
+	}
+	st, _, _ := unstructured.NestedMap(obj.Object, "status")
+	if toInt64(st["observedGeneration"]) < obj.GetGeneration() {
+		return workv1alpha1.HealthProgressing
+	}
+	if updatedField != "" && toInt64(st[updatedField]) < want {
+		return workv1alpha1.HealthProgressing
+	}
+	if toInt64(st[availableField]) < want {
+		return workv1alpha1.HealthProgressing
+	}
+	return workv1alpha1.HealthHealthy
+}

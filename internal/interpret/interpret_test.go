@@ -1,0 +1,82 @@
+package interpret
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+var deploymentGK = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+
+func deploy(gen int64, replicas int64, status map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "generation": gen},
+		"spec":     map[string]any{"replicas": replicas},
+	}}
+	if status != nil {
+		u.Object["status"] = status
+	}
+	return u
+}
+
+func TestDeploymentReplicasAndHealth(t *testing.T) {
+	in := For(deploymentGK)
+	r, has, err := in.GetReplicas(deploy(1, 10, nil))
+	if err != nil || !has || r != 10 {
+		t.Fatalf("GetReplicas = %d %v %v", r, has, err)
+	}
+	tests := []struct {
+		name   string
+		obj    *unstructured.Unstructured
+		health workv1alpha1.Health
+	}{
+		{"not observed yet", deploy(2, 5, map[string]any{"observedGeneration": int64(1), "updatedReplicas": int64(5), "availableReplicas": int64(5)}), workv1alpha1.HealthProgressing},
+		{"rolling", deploy(2, 5, map[string]any{"observedGeneration": int64(2), "updatedReplicas": int64(3), "availableReplicas": int64(5)}), workv1alpha1.HealthProgressing},
+		{"available", deploy(2, 5, map[string]any{"observedGeneration": int64(2), "updatedReplicas": int64(5), "availableReplicas": int64(5)}), workv1alpha1.HealthHealthy},
+	}
+	for _, tt := range tests {
+		if got := in.Health(tt.obj); got != tt.health {
+			t.Errorf("%s: health %s, want %s", tt.name, got, tt.health)
+		}
+	}
+}
+
+func TestDeploymentAggregateStatus(t *testing.T) {
+	in := For(deploymentGK)
+	member := func(gen, observed, avail int64) MemberStatus {
+		return MemberStatus{Status: in.ReflectStatus(deploy(gen, 5, map[string]any{
+			"observedGeneration": observed, "replicas": int64(5), "updatedReplicas": int64(5), "readyReplicas": avail, "availableReplicas": avail,
+		}))}
+	}
+	tmpl := deploy(7, 10, map[string]any{"observedGeneration": int64(6)})
+	got := in.AggregateStatus(tmpl, []MemberStatus{member(3, 3, 5), member(1, 1, 4)})
+	want := map[string]any{"replicas": int64(10), "updatedReplicas": int64(10), "readyReplicas": int64(9), "availableReplicas": int64(9),
+		"unavailableReplicas": int64(0), "observedGeneration": int64(7)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("aggregate (-want +got):\n%s", diff)
+	}
+	// One member has not observed its latest spec: the template's observedGeneration stays.
+	got = in.AggregateStatus(tmpl, []MemberStatus{member(3, 3, 5), member(2, 1, 5)})
+	if got["observedGeneration"] != int64(6) {
+		t.Errorf("observedGeneration = %v, want the previous 6 while a member lags", got["observedGeneration"])
+	}
+}
+
+func TestJobAggregate(t *testing.T) {
+	in := For(schema.GroupKind{Group: "batch", Kind: "Job"})
+	done := map[string]any{"succeeded": int64(1), "conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
+	running := map[string]any{"active": int64(1)}
+	got := in.AggregateStatus(nil, []MemberStatus{{Status: done}, {Status: running}})
+	if got["succeeded"] != int64(1) || got["active"] != int64(1) || got["conditions"] != nil {
+		t.Errorf("partly done: %v", got)
+	}
+	got = in.AggregateStatus(nil, []MemberStatus{{Status: done}, {Status: done}})
+	if conds, _ := got["conditions"].([]any); len(conds) != 1 {
+		t.Errorf("complete everywhere must say Complete: %v", got)
+	}
+}

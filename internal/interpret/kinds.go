@@ -1,0 +1,140 @@
+package interpret
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+// job runs in every cluster it is placed in (Duplicated); its counts add up and it is complete
+// when every member's Job is.
+type job struct{ generic }
+
+func (job) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
+	st, _, _ := unstructured.NestedMap(obj.Object, "status")
+	out := map[string]any{}
+	for _, f := range []string{"active", "succeeded", "failed", "conditions", "startTime", "completionTime"} {
+		if v, ok := st[f]; ok {
+			out[f] = v
+		}
+	}
+	return out
+}
+
+func (job) AggregateStatus(_ *unstructured.Unstructured, members []MemberStatus) map[string]any {
+	var active, succeeded, failed int64
+	complete, anyFailed := len(members) > 0, false
+	for _, m := range members {
+		active += toInt64(m.Status["active"])
+		succeeded += toInt64(m.Status["succeeded"])
+		failed += toInt64(m.Status["failed"])
+		if !hasCondition(m.Status, "Complete") {
+			complete = false
+		}
+		if hasCondition(m.Status, "Failed") {
+			anyFailed = true
+		}
+	}
+	out := map[string]any{"active": active, "succeeded": succeeded, "failed": failed}
+	var conds []any
+	if complete {
+		conds = append(conds, map[string]any{"type": "Complete", "status": "True", "reason": "CompletedInEveryCluster", "message": "the Job completed in every cluster"})
+	}
+	if anyFailed {
+		conds = append(conds, map[string]any{"type": "Failed", "status": "True", "reason": "FailedInACluster", "message": "the Job failed in at least one cluster"})
+	}
+	if conds != nil {
+		out["conditions"] = conds
+	}
+	return out
+}
+
+func (job) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
+	st, _, _ := unstructured.NestedMap(obj.Object, "status")
+	switch {
+	case hasCondition(st, "Failed"):
+		return workv1alpha1.HealthDegraded
+	case hasCondition(st, "Complete"):
+		return workv1alpha1.HealthHealthy
+	}
+	return workv1alpha1.HealthProgressing
+}
+
+func hasCondition(status map[string]any, condType string) bool {
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == condType && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+type daemonSet struct{ generic }
+
+func (daemonSet) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
+	st, _, _ := unstructured.NestedMap(obj.Object, "status")
+	if toInt64(st["observedGeneration"]) < obj.GetGeneration() {
+		return workv1alpha1.HealthProgressing
+	}
+	want := toInt64(st["desiredNumberScheduled"])
+	if toInt64(st["updatedNumberScheduled"]) < want || toInt64(st["numberAvailable"]) < want {
+		return workv1alpha1.HealthProgressing
+	}
+	return workv1alpha1.HealthHealthy
+}
+
+type pod struct{ generic }
+
+func (pod) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
+	phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+	switch phase {
+	case "Succeeded":
+		return workv1alpha1.HealthHealthy
+	case "Failed":
+		return workv1alpha1.HealthDegraded
+	case "Running":
+		st, _, _ := unstructured.NestedMap(obj.Object, "status")
+		if hasCondition(st, "Ready") {
+			return workv1alpha1.HealthHealthy
+		}
+	}
+	return workv1alpha1.HealthProgressing
+}
+
+type pvc struct{ generic }
+
+func (pvc) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
+	phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+	switch phase {
+	case "Bound":
+		return workv1alpha1.HealthHealthy
+	case "Lost":
+		return workv1alpha1.HealthDegraded
+	}
+	return workv1alpha1.HealthProgressing
+}
+
+// service: healthy once it exists, except a LoadBalancer waits for an ingress address.
+type service struct{ generic }
+
+func (service) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
+	t, _, _ := unstructured.NestedString(obj.Object, "spec", "type")
+	if t != "LoadBalancer" {
+		return workv1alpha1.HealthHealthy
+	}
+	return ingressHealth(obj)
+}
+
+type ingress struct{ generic }
+
+func (ingress) Health(obj *unstructured.Unstructured) workv1alpha1.Health { return ingressHealth(obj) }
+
+func ingressHealth(obj *unstructured.Unstructured) workv1alpha1.Health {
+	lb, _, _ := unstructured.NestedSlice(obj.Object, "status", "loadBalancer", "ingress")
+	if len(lb) > 0 {
+		return workv1alpha1.HealthHealthy
+	}
+	return workv1alpha1.HealthProgressing
+}

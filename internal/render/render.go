@@ -1,0 +1,90 @@
+// Package render turns a template into the manifest one member cluster receives: the template
+// without control-plane-only fields, with the cluster's replica share written through the
+// interpreter and Flotilla's ownership marks added. Overrides will be applied here, after the
+// replica share, in a documented order.
+//
+// It is pure: no API calls, no decisions about where or when.
+package render
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+)
+
+// Target says for whom a manifest is rendered.
+type Target struct {
+	// Replicas is the cluster's share; used when HasReplicas.
+	Replicas    int32
+	HasReplicas bool
+	// WorkNamespace and WorkName identify the Work the manifest travels in.
+	WorkNamespace, WorkName string
+}
+
+// controlPlaneAnnotations are written by control-plane controllers and mean nothing in a member.
+var controlPlaneAnnotations = []string{
+	"kubectl.kubernetes.io/last-applied-configuration",
+	"deployment.kubernetes.io/revision",
+}
+
+// Render returns the manifest of template for one member.
+func Render(template *unstructured.Unstructured, interp interpret.Interpreter, t Target) (*unstructured.Unstructured, error) {
+	out := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": template.GetAPIVersion(),
+		"kind":       template.GetKind(),
+	}}
+	for k, v := range template.Object {
+		switch k {
+		case "metadata", "status", "apiVersion", "kind":
+			continue
+		}
+		out.Object[k] = runtimeDeepCopy(v)
+	}
+	out.SetName(template.GetName())
+	out.SetNamespace(template.GetNamespace())
+	labels := template.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[workv1alpha1.ManagedByLabel] = workv1alpha1.ManagedByValue
+	out.SetLabels(labels)
+	annotations := template.GetAnnotations()
+	for _, a := range controlPlaneAnnotations {
+		delete(annotations, a)
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[workv1alpha1.WorkNamespaceAnnotation] = t.WorkNamespace
+	annotations[workv1alpha1.WorkNameAnnotation] = t.WorkName
+	out.SetAnnotations(annotations)
+
+	switch template.GroupVersionKind().GroupKind().String() {
+	case "Service":
+		// The member allocates its own cluster IPs.
+		if ip, _, _ := unstructured.NestedString(out.Object, "spec", "clusterIP"); ip != "None" {
+			unstructured.RemoveNestedField(out.Object, "spec", "clusterIP")
+			unstructured.RemoveNestedField(out.Object, "spec", "clusterIPs")
+		}
+		unstructured.RemoveNestedField(out.Object, "spec", "healthCheckNodePort")
+	case "Job.batch":
+		// The control plane generated a selector bound to its own uid; the member makes its own.
+		unstructured.RemoveNestedField(out.Object, "spec", "selector")
+		for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
+			unstructured.RemoveNestedField(out.Object, "spec", "template", "metadata", "labels", l)
+		}
+	}
+	if t.HasReplicas {
+		if err := interp.ReviseReplica(out, t.Replicas); err != nil {
+			return nil, fmt.Errorf("setting replicas of %s %s/%s: %w", template.GetKind(), template.GetNamespace(), template.GetName(), err)
+		}
+	}
+	return out, nil
+}
+
+func runtimeDeepCopy(v any) any {
+	return (&unstructured.Unstructured{Object: map[string]any{"v": v}}).DeepCopy().Object["v"]
+}
