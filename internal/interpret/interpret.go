@@ -62,7 +62,7 @@ func For(gk schema.GroupKind) Interpreter {
 type generic struct{}
 
 func (generic) GetReplicas(*unstructured.Unstructured) (int32, bool, error) { return 0, false, nil }
-func (generic) ReviseReplica(*unstructured.Unstructured, int32) error        { return nil }
+func (generic) ReviseReplica(*unstructured.Unstructured, int32) error       { return nil }
 func (generic) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
 	st, _, _ := unstructured.NestedMap(obj.Object, "status")
 	return st
