@@ -95,6 +95,7 @@ type member struct {
 	fingerprint string
 	cancel      context.CancelFunc
 	factory     informers.SharedInformerFactory
+	objects     *objectWatches
 
 	mu     sync.RWMutex
 	health Health
@@ -138,6 +139,7 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 	_ = m.factory.Core().V1().Pods().Informer().SetTransform(stripPod)
 	_ = m.factory.Core().V1().Nodes().Informer()
 	m.factory.Start(mctx.Done())
+	m.initObjectWatches()
 	c.members[name] = m
 	go c.probeLoop(mctx, m)
 	return nil
@@ -157,6 +159,8 @@ func (c *Cache) Disconnect(name string) {
 func (m *member) stop() {
 	m.cancel()
 	m.factory.Shutdown()
+	close(m.objects.stop)
+	m.objects.factory.Shutdown()
 }
 
 // Get returns the connection to a member.

@@ -17,9 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/flotilla-dev/flotilla/internal/binding"
 	"github.com/flotilla-dev/flotilla/internal/cluster"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/scheduler"
 )
 
 // Options configure the controller-manager.
@@ -59,6 +63,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
+		// Templates of any kind are read as unstructured objects; cache them like typed ones.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only Flotilla's own Secrets (member credentials) are cached, not every Secret.
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{kube.SystemNamespace: {}}},
@@ -74,6 +80,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Recorder: mgr.GetEventRecorder("flotilla-cluster-controller"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
+	}
+	if err := (&detector.Detector{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the detector: %w", err)
+	}
+	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the scheduler: %w", err)
+	}
+	if err := (&binding.Controller{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the binding controller: %w", err)
+	}
+	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the executor: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

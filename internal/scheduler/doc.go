@@ -1,7 +1,8 @@
 // Package scheduler decides where a template's replicas run: which clusters, and how many
-// replicas each. This file set holds the replica division, a pure function of the targets and
-// the current assignment; the scheduling controller (filtering by affinity, taints, spread and
-// served APIs) builds on it.
+// replicas each. The controller filters clusters (Ready, taints and tolerations, served kind,
+// cluster affinity with ordered fallbacks), applies spread constraints, and divides or
+// duplicates the replicas; it writes only a binding's spec.clusters and Scheduled condition.
+// The division itself (divide.go) is a pure function of the targets and the current assignment.
 //
 // Division algorithm (Divided by weights, static or from available capacity):
 //
@@ -21,5 +22,5 @@
 // Aggregated division fills the fewest clusters: those already holding replicas first, then
 // the roomiest, each up to what fits.
 //
-// The package must not read or write Kubernetes objects; callers pass plain values.
+// The scheduler must not render or apply anything: it only chooses.
 package scheduler

@@ -1,0 +1,304 @@
+// Package binding turns a scheduled ResourceBinding into Works, one per target cluster in that
+// cluster's execution namespace, and turns the Works' observed statuses back into the
+// binding's status and the template's own status (through the interpreter), so tools that
+// read the template see one big cluster.
+//
+// It owns Works' spec and the binding's status; it never talks to members (the executor
+// does) and never chooses clusters (the scheduler does). A Work is rewritten only when its
+// rendered manifests change; statuses are written only when they change. A binding being
+// deleted keeps its finalizer until every Work is gone, so member objects are removed (or
+// orphaned, as the policy says) before the binding disappears.
+package binding
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/render"
+)
+
+// Finalizer holds a binding until its Works are gone.
+const Finalizer = "work.flotilla.dev/binding"
+
+// Controller reconciles bindings into Works and statuses.
+type Controller struct {
+	Client client.Client
+}
+
+// SetupWithManager registers the controller.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("binding").
+		For(&workv1alpha1.ResourceBinding{}).
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			l := o.GetLabels()
+			if l[workv1alpha1.BindingNameLabel] == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[workv1alpha1.BindingNamespaceLabel], Name: l[workv1alpha1.BindingNameLabel]}}}
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Complete(c)
+}
+
+// WorkName is the name of a binding's Work in every execution namespace.
+func WorkName(b *workv1alpha1.ResourceBinding) string {
+	n := b.Namespace + "-" + b.Name
+	if len(n) > 253 {
+		sum := sha256.Sum256([]byte(n))
+		n = n[:240] + "-" + hex.EncodeToString(sum[:])[:12]
+	}
+	return n
+}
+
+func (c *Controller) works(ctx context.Context, b *workv1alpha1.ResourceBinding) ([]workv1alpha1.Work, error) {
+	list := &workv1alpha1.WorkList{}
+	err := c.Client.List(ctx, list, client.MatchingLabels{
+		workv1alpha1.BindingNamespaceLabel: b.Namespace, workv1alpha1.BindingNameLabel: b.Name,
+	})
+	return list.Items, err
+}
+
+// Reconcile renders the binding's Works and gathers their status.
+func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &workv1alpha1.ResourceBinding{}
+	if err := c.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	works, err := c.works(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return c.finalize(ctx, b, works)
+	}
+	if !controllerutil.ContainsFinalizer(b, Finalizer) {
+		patch := client.MergeFrom(b.DeepCopy())
+		controllerutil.AddFinalizer(b, Finalizer)
+		if err := c.Client.Patch(ctx, b, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	gvk := schema.FromAPIVersionAndKind(b.Spec.Resource.APIVersion, b.Spec.Resource.Kind)
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetGroupVersionKind(gvk)
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: b.Spec.Resource.Namespace, Name: b.Spec.Resource.Name}, tmpl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err) // the template's deletion removes the binding
+	}
+	in := interpret.For(gvk.GroupKind())
+	_, hasReplicas, _ := in.GetReplicas(tmpl)
+
+	targets := map[string]workv1alpha1.TargetCluster{}
+	for _, t := range b.Spec.Clusters {
+		targets[t.Name] = t
+	}
+	existing := map[string]*workv1alpha1.Work{}
+	for i := range works {
+		w := &works[i]
+		cluster := w.Labels[workv1alpha1.ClusterLabel]
+		if _, ok := targets[cluster]; !ok {
+			if w.DeletionTimestamp.IsZero() {
+				if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+					return ctrl.Result{}, err
+				}
+			}
+			continue
+		}
+		existing[cluster] = w
+	}
+	for _, t := range b.Spec.Clusters {
+		if err := c.ensureWork(ctx, b, tmpl, in, hasReplicas, t, existing[t.Name]); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing)
+}
+
+func (c *Controller) finalize(ctx context.Context, b *workv1alpha1.ResourceBinding, works []workv1alpha1.Work) (ctrl.Result, error) {
+	for i := range works {
+		if works[i].DeletionTimestamp.IsZero() {
+			if err := c.Client.Delete(ctx, &works[i]); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if len(works) > 0 {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // the executor is removing member objects
+	}
+	patch := client.MergeFrom(b.DeepCopy())
+	controllerutil.RemoveFinalizer(b, Finalizer)
+	return ctrl.Result{}, c.Client.Patch(ctx, b, patch)
+}
+
+func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, w *workv1alpha1.Work) error {
+	ns := execute.ExecutionNamespacePrefix + t.Name
+	name := WorkName(b)
+	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
+	if err != nil {
+		return err
+	}
+	raw, err := manifest.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	spec := workv1alpha1.WorkSpec{
+		Manifests:          []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}},
+		DeletionPolicy:     b.Spec.DeletionPolicy,
+		ConflictResolution: b.Spec.ConflictResolution,
+	}
+	if w == nil {
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating execution namespace %s: %w", ns, err)
+		}
+		w = &workv1alpha1.Work{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+				workv1alpha1.BindingNamespaceLabel: b.Namespace, workv1alpha1.BindingNameLabel: b.Name, workv1alpha1.ClusterLabel: t.Name,
+			}},
+			Spec: spec,
+		}
+		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating work %s/%s: %w", ns, name, err)
+		}
+		return nil
+	}
+	if workSpecEqual(w.Spec, spec) {
+		return nil
+	}
+	patch := client.MergeFrom(w.DeepCopy())
+	w.Spec = spec
+	return c.Client.Patch(ctx, w, patch)
+}
+
+func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
+	if a.DeletionPolicy != b.DeletionPolicy || a.ConflictResolution != b.ConflictResolution || len(a.Manifests) != len(b.Manifests) {
+		return false
+	}
+	for i := range a.Manifests {
+		var x, y any
+		if json.Unmarshal(a.Manifests[i].Raw, &x) != nil || json.Unmarshal(b.Manifests[i].Raw, &y) != nil {
+			return false
+		}
+		if !apiequality.Semantic.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
+
+// aggregate writes the binding's per-cluster status and the template's aggregated status.
+func (c *Controller) aggregate(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work) error {
+	status := b.Status.DeepCopy()
+	status.ObservedGeneration = b.Generation
+	status.Clusters = nil
+	overall := workv1alpha1.HealthHealthy
+	allApplied := len(b.Spec.Clusters) > 0
+	var members []interpret.MemberStatus
+	var problems []string
+	for _, t := range b.Spec.Clusters {
+		cs := workv1alpha1.ClusterStatus{Cluster: t.Name, Health: workv1alpha1.HealthUnknown}
+		if w, ok := works[t.Name]; ok {
+			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
+			cs.Applied = applied != nil && applied.Status == metav1.ConditionTrue
+			if applied != nil && !cs.Applied {
+				cs.Message = applied.Message
+				problems = append(problems, t.Name+": "+applied.Message)
+			}
+			if w.Status.Health != "" {
+				cs.Health = w.Status.Health
+			}
+			cs.Status = w.Status.ManifestStatus
+			if w.Status.ManifestStatus != nil {
+				m := map[string]any{}
+				if json.Unmarshal(w.Status.ManifestStatus.Raw, &m) == nil {
+					members = append(members, interpret.MemberStatus{Cluster: t.Name, Status: m})
+				}
+			}
+		}
+		if !cs.Applied {
+			allApplied = false
+		}
+		if healthRank[cs.Health] > healthRank[overall] {
+			overall = cs.Health
+		}
+		status.Clusters = append(status.Clusters, cs)
+	}
+	sort.Slice(status.Clusters, func(i, j int) bool { return status.Clusters[i].Cluster < status.Clusters[j].Cluster })
+	if len(b.Spec.Clusters) == 0 {
+		overall = workv1alpha1.HealthUnknown
+	}
+	status.Health = overall
+	applied := metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied in every target cluster", ObservedGeneration: b.Generation}
+	if !allApplied {
+		applied.Status, applied.Reason, applied.Message = metav1.ConditionFalse, "NotApplied", "waiting for the members"
+		if len(problems) > 0 {
+			applied.Reason, applied.Message = "ApplyFailed", fmt.Sprint(problems)
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, applied)
+	healthy := metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: string(overall), Message: "health across clusters: " + string(overall), ObservedGeneration: b.Generation}
+	if overall == workv1alpha1.HealthHealthy {
+		healthy.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, healthy)
+	if !apiequality.Semantic.DeepEqual(status, &b.Status) {
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Status = *status
+		if err := c.Client.Status().Patch(ctx, b, patch); err != nil {
+			return err
+		}
+	}
+
+	if len(members) != len(b.Spec.Clusters) {
+		return nil // not every member reported yet
+	}
+	agg := in.AggregateStatus(tmpl, members)
+	if agg == nil {
+		return nil
+	}
+	current, _, _ := unstructured.NestedMap(tmpl.Object, "status")
+	merged := map[string]any{}
+	for k, v := range current {
+		merged[k] = v
+	}
+	for k, v := range agg {
+		merged[k] = v
+	}
+	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"status": merged})
+	return c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch))
+}
+
+// normalize makes JSON numbers comparable whatever their Go type.
+func normalize(m map[string]any) any {
+	data, _ := json.Marshal(m)
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
+}

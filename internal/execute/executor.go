@@ -1,0 +1,292 @@
+// Package execute applies Works to their member clusters and reports what the members show.
+// Every member call goes through the clustercache; objects are written with server-side
+// apply and the field manager `flotilla`. A Work whose manifests hash to what was last applied
+// is not applied again; the member objects are watched (only those Flotilla manages) and
+// their status flows back into the Work's status, written only when it changes.
+//
+// An existing member object that Flotilla does not manage is left untouched under Abort (the
+// Work says so) and adopted under Overwrite; adoption applies the same spec, so nothing
+// restarts. A member that is not Ready only delays its own Works: they are retried later
+// without a call to it, and every member call is bounded by a timeout.
+//
+// It must not decide placement or render manifests.
+package execute
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// Finalizer holds a Work until its member objects are removed (or orphaned).
+const Finalizer = "work.flotilla.dev/executor"
+
+// ExecutionNamespacePrefix starts the namespaces of the control plane that hold Works.
+const ExecutionNamespacePrefix = "flotilla-es-"
+
+// memberCallTimeout bounds every call to a member.
+const memberCallTimeout = 15 * time.Second
+
+// Executor reconciles Works.
+type Executor struct {
+	Client  client.Client
+	Members *clustercache.Cache
+	changes chan event.GenericEvent
+}
+
+// SetupWithManager registers the executor.
+func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
+	e.changes = make(chan event.GenericEvent, 4096)
+	inExecutionNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return strings.HasPrefix(o.GetNamespace(), ExecutionNamespacePrefix)
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("executor").
+		For(&workv1alpha1.Work{}, builder.WithPredicates(inExecutionNamespace, predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(e.changes, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Complete(e)
+}
+
+// onMemberChange maps a member object back to its Work.
+func (e *Executor) onMemberChange(ev clustercache.ObjectEvent) {
+	a := ev.Object.GetAnnotations()
+	ns, name := a[workv1alpha1.WorkNamespaceAnnotation], a[workv1alpha1.WorkNameAnnotation]
+	if ns == "" || name == "" {
+		return
+	}
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	select {
+	case e.changes <- event.GenericEvent{Object: w}:
+	default: // a full queue already holds work to do; the next change or resync catches up
+	}
+}
+
+// Reconcile applies one Work or removes its objects.
+func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	w := &workv1alpha1.Work{}
+	if err := e.Client.Get(ctx, req.NamespacedName, w); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	cluster := w.Labels[workv1alpha1.ClusterLabel]
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", cluster, "work", req.String())
+	health, connected := e.Members.Health(cluster)
+	reachable := connected && health.Readiness == clustercache.ReadinessReady
+
+	if !w.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(w, Finalizer) {
+			return ctrl.Result{}, nil
+		}
+		if w.Spec.DeletionPolicy != "Orphan" {
+			if !connected {
+				// The cluster was unjoined: nobody can reach its objects any more.
+				log.Info("Cluster gone; leaving its objects", "cluster", cluster)
+			} else if !reachable {
+				return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+			} else if err := e.deleteObjects(ctx, cluster, w); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		patch := client.MergeFrom(w.DeepCopy())
+		controllerutil.RemoveFinalizer(w, Finalizer)
+		return ctrl.Result{}, e.Client.Patch(ctx, w, patch)
+	}
+	if !controllerutil.ContainsFinalizer(w, Finalizer) {
+		patch := client.MergeFrom(w.DeepCopy())
+		controllerutil.AddFinalizer(w, Finalizer)
+		if err := e.Client.Patch(ctx, w, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	status := w.Status.DeepCopy()
+	var result ctrl.Result
+	if !reachable {
+		setApplied(status, w, metav1.ConditionFalse, "ClusterNotReady", fmt.Sprintf("cluster %s is not Ready; the Work waits for it", cluster))
+		result.RequeueAfter = 15 * time.Second
+	} else if err := e.apply(ctx, cluster, w, status); err != nil {
+		var conflict *conflictError
+		if errors.As(err, &conflict) {
+			setApplied(status, w, metav1.ConditionFalse, "Conflict", err.Error())
+		} else {
+			setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
+			result.RequeueAfter = 10 * time.Second
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(status, &w.Status) {
+		patch := client.MergeFrom(w.DeepCopy())
+		w.Status = *status
+		if err := e.Client.Status().Patch(ctx, w, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return result, nil
+}
+
+type conflictError struct{ msg string }
+
+func (c *conflictError) Error() string { return c.msg }
+
+func setApplied(status *workv1alpha1.WorkStatus, w *workv1alpha1.Work, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: s, Reason: reason, Message: msg, ObservedGeneration: w.Generation})
+}
+
+func manifestsHash(w *workv1alpha1.Work) string {
+	h := sha256.New()
+	for _, m := range w.Spec.Manifests {
+		h.Write(m.Raw)
+	}
+	h.Write([]byte(w.Spec.ConflictResolution))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Work, status *workv1alpha1.WorkStatus) error {
+	member, err := e.Members.Get(cluster)
+	if err != nil {
+		return err
+	}
+	hash := manifestsHash(w)
+	unchanged := status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
+	for i, m := range w.Spec.Manifests {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.Raw); err != nil {
+			return fmt.Errorf("manifests[%d]: %w", i, err)
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := e.Members.RESTMapping(cluster, gvk)
+		if err != nil {
+			return err
+		}
+		if err := e.Members.WatchObjects(cluster, mapping.Resource, e.onMemberChange); err != nil {
+			return err
+		}
+		res := member.Dynamic.Resource(mapping.Resource)
+		var ri = res.Namespace(obj.GetNamespace())
+		namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+		var live *unstructured.Unstructured
+		needApply := !unchanged
+		if unchanged && e.Members.WaitObjectsSynced(cluster, mapping.Resource, 2*time.Second) {
+			// Someone deleted the member object: put it back.
+			_, present := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName())
+			needApply = !present
+		}
+		if needApply {
+			cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+			if namespaced {
+				if err := ensureNamespace(cctx, member, obj.GetNamespace()); err != nil {
+					cancel()
+					return err
+				}
+			}
+			existing, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+			switch {
+			case err == nil && existing.GetLabels()[workv1alpha1.ManagedByLabel] != workv1alpha1.ManagedByValue && w.Spec.ConflictResolution != "Overwrite":
+				cancel()
+				return &conflictError{msg: fmt.Sprintf("%s %s/%s already exists in cluster %s and is not managed by Flotilla; it is left untouched (set the policy's conflictResolution: Overwrite to adopt it)",
+					gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster)}
+			case err != nil && !apierrors.IsNotFound(err):
+				cancel()
+				return fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+			}
+			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+			}
+		}
+		if i == 0 {
+			if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok {
+				live = cached
+			}
+			if live != nil {
+				in := interpret.For(gvk.GroupKind())
+				status.Health = in.Health(live)
+				st := in.ReflectStatus(live)
+				if st != nil {
+					raw, _ := json.Marshal(st)
+					status.ManifestStatus = &runtime.RawExtension{Raw: raw}
+				}
+			}
+		}
+	}
+	status.AppliedHash = hash
+	setApplied(status, w, metav1.ConditionTrue, "Applied", "the manifests are applied in the member")
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
+	if ns == "" {
+		return nil
+	}
+	_, err := m.Clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = m.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating namespace %s in cluster %s: %w", ns, m.Name, err)
+	}
+	return nil
+}
+
+// deleteObjects removes the Work's member objects that Flotilla manages; objects it adopted
+// are removed too, objects it never wrote are not.
+func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1alpha1.Work) error {
+	member, err := e.Members.Get(cluster)
+	if err != nil {
+		return err
+	}
+	for i := len(w.Spec.Manifests) - 1; i >= 0; i-- {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(w.Spec.Manifests[i].Raw); err != nil {
+			continue
+		}
+		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
+		if err != nil {
+			continue // the member no longer serves the kind: nothing to delete
+		}
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		ri := member.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		live, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+		if err == nil && live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue {
+			policy := metav1.DeletePropagationBackground
+			err = ri.Delete(cctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: ptrUID(live.GetUID())}})
+		}
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting %s %s/%s in cluster %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cluster, err)
+		}
+	}
+	return nil
+}
+
+func ptrUID(u types.UID) *types.UID { return &u }
