@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -29,15 +30,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/match"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
@@ -60,8 +66,55 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[workv1alpha1.BindingNamespaceLabel], Name: l[workv1alpha1.BindingNameLabel]}}}
 		})).
+		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
+		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
+		// Overrides select clusters by label.
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.allBindings), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(c)
+}
+
+func (c *Controller) allBindings(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &workv1alpha1.ResourceBindingList{}
+	var opts []client.ListOption
+	if _, ok := o.(*policyv1alpha1.OverridePolicy); ok {
+		opts = append(opts, client.InNamespace(o.GetNamespace()))
+	}
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i, b := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)}
+	}
+	return reqs
+}
+
+// overrideRules returns the override rules that select the template, ClusterOverridePolicies
+// first, then OverridePolicies, each by name, rules in their written order.
+func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstructured) ([]policyv1alpha1.OverrideRule, error) {
+	var rules []policyv1alpha1.OverrideRule
+	cops := &policyv1alpha1.ClusterOverridePolicyList{}
+	if err := c.Client.List(ctx, cops); err != nil {
+		return nil, err
+	}
+	sort.Slice(cops.Items, func(i, j int) bool { return cops.Items[i].Name < cops.Items[j].Name })
+	for _, p := range cops.Items {
+		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, false); ok {
+			rules = append(rules, p.Spec.OverrideRules...)
+		}
+	}
+	ops := &policyv1alpha1.OverridePolicyList{}
+	if err := c.Client.List(ctx, ops, client.InNamespace(tmpl.GetNamespace())); err != nil {
+		return nil, err
+	}
+	sort.Slice(ops.Items, func(i, j int) bool { return ops.Items[i].Name < ops.Items[j].Name })
+	for _, p := range ops.Items {
+		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, true); ok {
+			rules = append(rules, p.Spec.OverrideRules...)
+		}
+	}
+	return rules, nil
 }
 
 // WorkName is the name of a binding's Work in every execution namespace.
@@ -129,12 +182,31 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		existing[cluster] = w
 	}
+	rules, err := c.overrideRules(ctx, tmpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	renderErrors := map[string]string{}
 	for _, t := range b.Spec.Clusters {
-		if err := c.ensureWork(ctx, b, tmpl, in, hasReplicas, t, existing[t.Name]); err != nil {
-			return ctrl.Result{}, err
+		cl := &clusterv1alpha1.Cluster{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		var overriders []policyv1alpha1.Overriders
+		for _, r := range rules {
+			if match.Cluster(r.TargetCluster, cl) {
+				overriders = append(overriders, r.Overriders)
+			}
+		}
+		if err := c.ensureWork(ctx, b, tmpl, in, hasReplicas, t, overriders, existing[t.Name]); err != nil {
+			var re *renderError
+			if !errors.As(err, &re) {
+				return ctrl.Result{}, err
+			}
+			renderErrors[t.Name] = err.Error()
 		}
 	}
-	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing)
+	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing, renderErrors)
 }
 
 func (c *Controller) finalize(ctx context.Context, b *workv1alpha1.ResourceBinding, works []workv1alpha1.Work) (ctrl.Result, error) {
@@ -153,12 +225,21 @@ func (c *Controller) finalize(ctx context.Context, b *workv1alpha1.ResourceBindi
 	return ctrl.Result{}, c.Client.Patch(ctx, b, patch)
 }
 
-func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, w *workv1alpha1.Work) error {
+// renderError is a problem of the user's input (an override that does not fit): reported on
+// the binding, not retried.
+type renderError struct{ err error }
+
+func (r *renderError) Error() string { return r.err.Error() }
+
+func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) error {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
 	if err != nil {
-		return err
+		return &renderError{err}
+	}
+	if err := render.Override(manifest, overriders); err != nil {
+		return &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
 	}
 	raw, err := manifest.MarshalJSON()
 	if err != nil {
@@ -211,7 +292,7 @@ func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
 
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
-func (c *Controller) aggregate(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work) error {
+func (c *Controller) aggregate(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work, renderErrors map[string]string) error {
 	status := b.Status.DeepCopy()
 	status.ObservedGeneration = b.Generation
 	status.Clusters = nil
@@ -238,6 +319,10 @@ func (c *Controller) aggregate(ctx context.Context, b *workv1alpha1.ResourceBind
 					members = append(members, interpret.MemberStatus{Cluster: t.Name, Status: m})
 				}
 			}
+		}
+		if msg, bad := renderErrors[t.Name]; bad {
+			cs.Applied, cs.Message = false, msg
+			problems = append(problems, msg)
 		}
 		if !cs.Applied {
 			allApplied = false

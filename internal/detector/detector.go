@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +39,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/match"
 )
 
 // TemplateKey identifies a template of any kind.
@@ -185,11 +185,11 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	if !tmpl.GetDeletionTimestamp().IsZero() || IsSystemObject(tmpl) {
 		return reconcile.Result{}, nil
 	}
-	match, err := d.bestPolicy(ctx, tmpl)
+	best, err := d.bestPolicy(ctx, tmpl)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if match == nil {
+	if best == nil {
 		return reconcile.Result{}, d.deleteBinding(ctx, bindingKey)
 	}
 	replicas, _, err := interpret.For(key.GVK.GroupKind()).GetReplicas(tmpl)
@@ -200,11 +200,11 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		Resource: workv1alpha1.ObjectReference{
 			APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(), UID: string(tmpl.GetUID()),
 		},
-		PolicyRef:          match.ref,
+		PolicyRef:          best.ref,
 		Replicas:           replicas,
 		TemplateHash:       templateHash(tmpl),
-		DeletionPolicy:     string(orDefault(match.spec.DeletionPolicy, policyv1alpha1.DeletionDelete)),
-		ConflictResolution: string(orDefault(match.spec.ConflictResolution, policyv1alpha1.ConflictAbort)),
+		DeletionPolicy:     string(orDefault(best.spec.DeletionPolicy, policyv1alpha1.DeletionDelete)),
+		ConflictResolution: string(orDefault(best.spec.ConflictResolution, policyv1alpha1.ConflictAbort)),
 	}
 	binding := &workv1alpha1.ResourceBinding{}
 	err = d.Client.Get(ctx, bindingKey, binding)
@@ -216,7 +216,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 			}}},
 			Spec: spec,
 		}
-		log.Info("Creating binding", "binding", bindingKey.String(), "policy", match.ref.Name)
+		log.Info("Creating binding", "binding", bindingKey.String(), "policy", best.ref.Name)
 		return reconcile.Result{}, d.Client.Create(ctx, binding)
 	case err != nil:
 		return reconcile.Result{}, err
@@ -283,7 +283,7 @@ func (d *Detector) bestPolicy(ctx context.Context, tmpl *unstructured.Unstructur
 	}
 	for i := range pps.Items {
 		p := &pps.Items[i]
-		if s, ok := selectorSpecificity(p.Spec.ResourceSelectors, tmpl, true); ok && p.DeletionTimestamp.IsZero() {
+		if s, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, true); ok && p.DeletionTimestamp.IsZero() {
 			matches = append(matches, policyMatch{ref: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: p.Namespace, Name: p.Name},
 				spec: &p.Spec, priority: ptrOr(p.Spec.Priority), specificity: s, namespaced: true})
 		}
@@ -294,7 +294,7 @@ func (d *Detector) bestPolicy(ctx context.Context, tmpl *unstructured.Unstructur
 	}
 	for i := range cpps.Items {
 		p := &cpps.Items[i]
-		if s, ok := selectorSpecificity(p.Spec.ResourceSelectors, tmpl, false); ok && p.DeletionTimestamp.IsZero() {
+		if s, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, false); ok && p.DeletionTimestamp.IsZero() {
 			matches = append(matches, policyMatch{ref: workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: p.Name},
 				spec: &p.Spec, priority: ptrOr(p.Spec.Priority), specificity: s})
 		}
@@ -323,36 +323,4 @@ func ptrOr(p *int32) int32 {
 		return 0
 	}
 	return *p
-}
-
-// selectorSpecificity reports whether any selector matches the template, and how specific the
-// best matching one is: 3 by name, 2 by labels, 1 by kind alone.
-func selectorSpecificity(sels []policyv1alpha1.ResourceSelector, tmpl *unstructured.Unstructured, namespaced bool) (int, bool) {
-	best, ok := 0, false
-	for _, s := range sels {
-		if s.APIVersion != tmpl.GetAPIVersion() || s.Kind != tmpl.GetKind() {
-			continue
-		}
-		if !namespaced && s.Namespace != "" && s.Namespace != tmpl.GetNamespace() {
-			continue
-		}
-		spec := 1
-		switch {
-		case s.Name != "":
-			if s.Name != tmpl.GetName() {
-				continue
-			}
-			spec = 3
-		case s.LabelSelector != nil:
-			sel, err := metav1.LabelSelectorAsSelector(s.LabelSelector.AsMetav1())
-			if err != nil || !sel.Matches(labels.Set(tmpl.GetLabels())) {
-				continue
-			}
-			spec = 2
-		}
-		if spec > best {
-			best, ok = spec, true
-		}
-	}
-	return best, ok
 }

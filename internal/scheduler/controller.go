@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
@@ -26,6 +25,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/match"
 )
 
 // Controller writes each binding's clusters: filter (Ready, affinity, taints, served kind),
@@ -156,7 +156,7 @@ func (c *Controller) schedule(ctx context.Context, b *workv1alpha1.ResourceBindi
 	for _, term := range terms {
 		candidates = candidates[:0]
 		for _, cl := range usable {
-			if affinityMatches(&term.ClusterAffinity, &cl) {
+			if match.Cluster(&term.ClusterAffinity, &cl) {
 				candidates = append(candidates, cl)
 			}
 		}
@@ -301,35 +301,9 @@ func tolerates(tols []policyv1alpha1.Toleration, taints []clusterv1alpha1.Taint)
 	return true
 }
 
-func affinityMatches(a *policyv1alpha1.ClusterAffinity, cl *clusterv1alpha1.Cluster) bool {
-	for _, n := range a.Exclude {
-		if n == cl.Name {
-			return false
-		}
-	}
-	if len(a.ClusterNames) > 0 {
-		found := false
-		for _, n := range a.ClusterNames {
-			if n == cl.Name {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	if a.LabelSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(a.LabelSelector.AsMetav1())
-		if err != nil || !sel.Matches(labels.Set(cl.Labels)) {
-			return false
-		}
-	}
-	return true
-}
-
 func staticWeight(list []policyv1alpha1.StaticClusterWeight, cl *clusterv1alpha1.Cluster) int64 {
 	for _, w := range list {
-		if affinityMatches(&w.TargetCluster, cl) {
+		if match.Cluster(&w.TargetCluster, cl) {
 			return w.Weight
 		}
 	}

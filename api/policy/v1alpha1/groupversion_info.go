@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the policy.flotilla.dev API: PropagationPolicy and
-// ClusterPropagationPolicy, which say where templates run and how their replicas divide. It
+// ClusterPropagationPolicy, which say where templates run and how their replicas divide, and
+// OverridePolicy and ClusterOverridePolicy, which say what differs per cluster. It
 // depends only on k8s.io/apimachinery and k8s.io/api.
 // +kubebuilder:object:generate=true
 // +groupName=policy.flotilla.dev
@@ -24,7 +25,9 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion,
 		&PropagationPolicy{}, &PropagationPolicyList{},
-		&ClusterPropagationPolicy{}, &ClusterPropagationPolicyList{})
+		&ClusterPropagationPolicy{}, &ClusterPropagationPolicyList{},
+		&OverridePolicy{}, &OverridePolicyList{},
+		&ClusterOverridePolicy{}, &ClusterOverridePolicyList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }
