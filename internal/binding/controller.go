@@ -41,6 +41,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/match"
@@ -53,6 +54,8 @@ const Finalizer = "work.flotilla.dev/binding"
 // Controller reconciles bindings into Works and statuses.
 type Controller struct {
 	Client client.Client
+	// Reader reads dependencies uncached: the manager caches Secrets of flotilla-system only.
+	Reader client.Reader
 }
 
 // SetupWithManager registers the controller.
@@ -241,12 +244,21 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 	if err := render.Override(manifest, overriders); err != nil {
 		return &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
 	}
+	var manifests []workv1alpha1.Manifest
+	if b.Spec.PropagateDeps {
+		deps, err := c.dependencies(ctx, tmpl, ns, name)
+		if err != nil {
+			return err
+		}
+		manifests = deps
+	}
 	raw, err := manifest.MarshalJSON()
 	if err != nil {
 		return err
 	}
+	manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	spec := workv1alpha1.WorkSpec{
-		Manifests:          []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}},
+		Manifests:          manifests,
 		DeletionPolicy:     b.Spec.DeletionPolicy,
 		ConflictResolution: b.Spec.ConflictResolution,
 	}
@@ -271,6 +283,36 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 	patch := client.MergeFrom(w.DeepCopy())
 	w.Spec = spec
 	return c.Client.Patch(ctx, w, patch)
+}
+
+// dependencies renders the objects the template's pods reference. A missing one is skipped:
+// the member's pods then report it, as they would in a single cluster.
+func (c *Controller) dependencies(ctx context.Context, tmpl *unstructured.Unstructured, workNS, workName string) ([]workv1alpha1.Manifest, error) {
+	var out []workv1alpha1.Manifest
+	for _, d := range interpret.Dependencies(tmpl) {
+		dep := &unstructured.Unstructured{}
+		dep.SetAPIVersion(d.APIVersion)
+		dep.SetKind(d.Kind)
+		if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: tmpl.GetNamespace(), Name: d.Name}, dep); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		if detector.IsSystemObject(dep) {
+			continue
+		}
+		m, err := render.Render(dep, interpret.For(dep.GroupVersionKind().GroupKind()), render.Target{WorkNamespace: workNS, WorkName: workName})
+		if err != nil {
+			return nil, err
+		}
+		raw, err := m.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	return out, nil
 }
 
 func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {

@@ -43,7 +43,7 @@ type Options struct {
 
 // DefaultOptions are the production probe settings.
 func DefaultOptions() Options {
-	return Options{ProbePeriod: 10 * time.Second, ProbeTimeout: 5 * time.Second, FailureThreshold: 3, DiscoveryInterval: 5 * time.Minute}
+	return Options{ProbePeriod: 10 * time.Second, ProbeTimeout: 5 * time.Second, FailureThreshold: 3, DiscoveryInterval: 30 * time.Second}
 }
 
 // Validate names the option that is out of range.

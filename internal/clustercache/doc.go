@@ -10,7 +10,8 @@
 //
 // Health is a small state machine (see nextHealth): a member becomes not Ready only after
 // FailureThreshold consecutive failed probes, and Ready again on the first success. Discovery,
-// the costliest call, is refreshed on recovery and otherwise every DiscoveryInterval.
+// the costliest call, is refreshed on recovery and otherwise every DiscoveryInterval (30s by
+// default, so a CRD installed in a member becomes schedulable within about that).
 // Node and pod informers (pods stripped to what the resource summary needs) feed the node
 // count and the allocatable-versus-requested summary without listing on every probe.
 package clustercache

@@ -205,6 +205,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		TemplateHash:       templateHash(tmpl),
 		DeletionPolicy:     string(orDefault(best.spec.DeletionPolicy, policyv1alpha1.DeletionDelete)),
 		ConflictResolution: string(orDefault(best.spec.ConflictResolution, policyv1alpha1.ConflictAbort)),
+		PropagateDeps:      best.spec.PropagateDeps,
 	}
 	binding := &workv1alpha1.ResourceBinding{}
 	err = d.Client.Get(ctx, bindingKey, binding)

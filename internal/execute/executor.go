@@ -214,6 +214,8 @@ func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Wo
 			case err != nil && !apierrors.IsNotFound(err):
 				cancel()
 				return fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+			case err == nil:
+				retainScaledReplicas(existing, obj)
 			}
 			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
 			cancel()
@@ -221,7 +223,7 @@ func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Wo
 				return fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
 			}
 		}
-		if i == 0 {
+		if i == len(w.Spec.Manifests)-1 { // the template; earlier manifests are its dependencies
 			if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok {
 				live = cached
 			}
@@ -239,6 +241,27 @@ func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Wo
 	status.AppliedHash = hash
 	setApplied(status, w, metav1.ConditionTrue, "Applied", "the manifests are applied in the member")
 	return nil
+}
+
+// retainScaledReplicas leaves spec.replicas to whoever scaled the member object through its
+// scale subresource (a member HPA, an operator, kubectl scale): Flotilla does not fight
+// member-side controllers. Not applying the field releases Flotilla's ownership of it.
+func retainScaledReplicas(live, desired *unstructured.Unstructured) {
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == kube.FieldManager || mf.Subresource != "scale" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if spec, ok := fields["f:spec"].(map[string]any); ok {
+			if _, owns := spec["f:replicas"]; owns {
+				unstructured.RemoveNestedField(desired.Object, "spec", "replicas")
+				return
+			}
+		}
+	}
 }
 
 func ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
@@ -265,10 +288,17 @@ func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1a
 	if err != nil {
 		return err
 	}
+	others := &workv1alpha1.WorkList{}
+	if err := e.Client.List(ctx, others, client.InNamespace(w.Namespace)); err != nil {
+		return err
+	}
 	for i := len(w.Spec.Manifests) - 1; i >= 0; i-- {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(w.Spec.Manifests[i].Raw); err != nil {
 			continue
+		}
+		if i < len(w.Spec.Manifests)-1 && usedByAnotherWork(others.Items, w, obj) {
+			continue // a dependency another workload in this cluster still uses
 		}
 		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
 		if err != nil {
@@ -287,6 +317,22 @@ func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1a
 		}
 	}
 	return nil
+}
+
+func usedByAnotherWork(works []workv1alpha1.Work, self *workv1alpha1.Work, obj *unstructured.Unstructured) bool {
+	for _, o := range works {
+		if o.Name == self.Name || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, m := range o.Spec.Manifests {
+			other := &unstructured.Unstructured{}
+			if other.UnmarshalJSON(m.Raw) == nil && other.GroupVersionKind() == obj.GroupVersionKind() &&
+				other.GetNamespace() == obj.GetNamespace() && other.GetName() == obj.GetName() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func ptrUID(u types.UID) *types.UID { return &u }

@@ -80,3 +80,31 @@ func TestJobAggregate(t *testing.T) {
 		t.Errorf("complete everywhere must say Complete: %v", got)
 	}
 }
+
+func TestDependencies(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"serviceAccountName": "web-sa",
+			"imagePullSecrets":   []any{map[string]any{"name": "pull"}},
+			"volumes": []any{
+				map[string]any{"name": "cfg", "configMap": map[string]any{"name": "web-config"}},
+				map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": "web-data"}},
+			},
+			"containers": []any{map[string]any{"name": "web", "image": "web",
+				"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": "web-secrets"}}},
+				"env":     []any{map[string]any{"name": "A", "valueFrom": map[string]any{"configMapKeyRef": map[string]any{"name": "web-config", "key": "a"}}}},
+			}},
+		}}},
+	}}
+	want := []Dependency{
+		{"v1", "ConfigMap", "web-config"}, {"v1", "PersistentVolumeClaim", "web-data"},
+		{"v1", "Secret", "pull"}, {"v1", "Secret", "web-secrets"}, {"v1", "ServiceAccount", "web-sa"},
+	}
+	if diff := cmp.Diff(want, Dependencies(obj)); diff != "" {
+		t.Errorf("dependencies (-want +got):\n%s", diff)
+	}
+	if got := Dependencies(&unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{}}}); len(got) != 0 {
+		t.Errorf("a ConfigMap has no dependencies: %v", got)
+	}
+}

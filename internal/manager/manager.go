@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
-	if err := (&binding.Controller{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
 	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members}).SetupWithManager(mgr); err != nil {

@@ -126,6 +126,11 @@ type ResourceBindingSpec struct {
 	// +kubebuilder:validation:Enum=Abort;Overwrite
 	ConflictResolution string `json:"conflictResolution,omitempty"`
 
+	// propagateDeps from the policy: the ConfigMaps, Secrets, ServiceAccount and PVCs the
+	// template's pods reference travel in its Works, before it.
+	// +optional
+	PropagateDeps bool `json:"propagateDeps,omitempty"`
+
 	// clusters is the scheduling result.
 	// +optional
 	// +listType=map
@@ -217,7 +222,8 @@ type Manifest struct {
 	runtime.RawExtension `json:",inline"`
 }
 
-// WorkSpec holds what is applied in one member.
+// WorkSpec holds what is applied in one member. The last manifest is the template; earlier
+// ones are its dependencies, applied first.
 type WorkSpec struct {
 	// manifests are the rendered objects, applied in order.
 	// +required
@@ -250,10 +256,10 @@ type WorkStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	AppliedHash string `json:"appliedHash,omitempty"`
-	// health of the first manifest in the member.
+	// health of the template (the last manifest) in the member.
 	// +optional
 	Health Health `json:"health,omitempty"`
-	// manifestStatus is the member status of the first manifest.
+	// manifestStatus is the member status of the template (the last manifest).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	ManifestStatus *runtime.RawExtension `json:"manifestStatus,omitempty"`
