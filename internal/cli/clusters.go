@@ -10,13 +10,16 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
@@ -95,17 +98,44 @@ func newUnjoinCommand(g *globals) *cobra.Command {
 	}
 }
 
+// getResource is a kind `flotilla get` knows.
+type getResource struct {
+	gv         schema.GroupVersion
+	resource   string
+	kind       string
+	namespaced bool
+}
+
+var getResources = map[string]getResource{}
+
+func init() {
+	cluster := getResource{clusterv1alpha1.GroupVersion, "clusters", "Cluster", false}
+	binding := getResource{workv1alpha1.GroupVersion, "resourcebindings", "ResourceBinding", true}
+	work := getResource{workv1alpha1.GroupVersion, "works", "Work", true}
+	for _, n := range []string{"clusters", "cluster"} {
+		getResources[n] = cluster
+	}
+	for _, n := range []string{"bindings", "binding", "resourcebindings", "resourcebinding", "rb"} {
+		getResources[n] = binding
+	}
+	for _, n := range []string{"works", "work"} {
+		getResources[n] = work
+	}
+}
+
 func newGetCommand(g *globals) *cobra.Command {
-	var output string
+	var output, namespace string
 	cmd := &cobra.Command{
-		Use:   "get clusters [NAME]",
-		Short: "List member clusters as kubectl does (-o wide|json|yaml|name)",
-		Args:  cobra.RangeArgs(1, 2),
+		Use:   "get clusters|bindings|works [NAME]",
+		Short: "List clusters, bindings or works as kubectl does (-o wide|json|yaml|name)",
+		Example: fmt.Sprintf(`  %[1]s get clusters -o wide
+  %[1]s get bindings -n shop
+  %[1]s get works`, invokedName()),
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch args[0] {
-			case "clusters", "cluster", "clusters.cluster.flotilla.dev":
-			default:
-				return fmt.Errorf("unknown resource %q: flotilla get knows clusters", args[0])
+			res, ok := getResources[args[0]]
+			if !ok {
+				return fmt.Errorf("unknown resource %q: flotilla get knows clusters, bindings and works", args[0])
 			}
 			cfg, err := g.controlPlaneConfig()
 			if err != nil {
@@ -118,81 +148,100 @@ func newGetCommand(g *globals) *cobra.Command {
 			switch output {
 			case "", "wide":
 				if name != "" {
-					return fmt.Errorf("a table of one cluster: use -o yaml, or omit the name")
+					return fmt.Errorf("a table of one object: use -o yaml, or omit the name")
 				}
-				return printClusterTable(cmd.Context(), cfg, g.streams.Out, output == "wide")
+				return printTable(cmd.Context(), cfg, g.streams.Out, res, namespace, output == "wide")
 			case "json", "yaml", "name":
-				return printClusters(cmd.Context(), g, name, output)
+				return printObjects(cmd.Context(), g, res, namespace, name, output)
 			default:
 				return fmt.Errorf("-o %q: use wide, json, yaml or name", output)
 			}
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json, yaml or name")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of bindings or works (default: all namespaces)")
 	return cmd
 }
 
-// printClusterTable asks the API server for its Table of clusters, so the columns are exactly
-// the CRD's printer columns that kubectl shows.
+// printClusterTable prints the clusters as kubectl does.
 func printClusterTable(ctx context.Context, cfg *rest.Config, out io.Writer, wide bool) error {
+	return printTable(ctx, cfg, out, getResources["clusters"], "", wide)
+}
+
+// printTable asks the API server for its Table, so the columns are exactly the CRD's printer
+// columns that kubectl shows.
+func printTable(ctx context.Context, cfg *rest.Config, out io.Writer, res getResource, namespace string, wide bool) error {
 	cfg = rest.CopyConfig(cfg)
-	cfg.GroupVersion = &schema.GroupVersion{Group: clusterv1alpha1.GroupVersion.Group, Version: clusterv1alpha1.GroupVersion.Version}
+	cfg.GroupVersion = &res.gv
 	cfg.APIPath = "/apis"
 	cfg.NegotiatedSerializer = tableSerializer()
 	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		return err
 	}
-	raw, err := rc.Get().Resource("clusters").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
-		Param("includeObject", "None").DoRaw(ctx)
+	req := rc.Get().Resource(res.resource)
+	if res.namespaced && namespace != "" {
+		req = req.Namespace(namespace)
+	}
+	raw, err := req.SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
+		Param("includeObject", "Metadata").DoRaw(ctx)
 	if err != nil {
-		return fmt.Errorf("listing clusters: %w", err)
+		return fmt.Errorf("listing %s: %w", res.resource, err)
 	}
 	table := &metav1.Table{}
 	if err := json.Unmarshal(raw, table); err != nil {
-		return fmt.Errorf("decoding the cluster table: %w", err)
+		return fmt.Errorf("decoding the %s table: %w", res.resource, err)
+	}
+	for i := range table.Rows {
+		// The printer reads each row's namespace from its object's metadata.
+		pom := &metav1.PartialObjectMetadata{}
+		if len(table.Rows[i].Object.Raw) > 0 && json.Unmarshal(table.Rows[i].Object.Raw, pom) == nil {
+			table.Rows[i].Object.Object = pom
+		}
 	}
 	if len(table.Rows) == 0 {
-		fmt.Fprintln(out, "No clusters joined.")
+		fmt.Fprintf(out, "No %s found.\n", res.resource)
 		return nil
 	}
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide}).PrintObj(table, out)
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide, WithNamespace: res.namespaced && namespace == ""}).PrintObj(table, out)
 }
 
-func printClusters(ctx context.Context, g *globals, name, output string) error {
+func printObjects(ctx context.Context, g *globals, res getResource, namespace, name, output string) error {
 	c, err := g.controlPlaneClient()
 	if err != nil {
 		return err
 	}
-	list := &clusterv1alpha1.ClusterList{}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(res.gv.WithKind(res.kind + "List"))
 	if name != "" {
-		cl := &clusterv1alpha1.Cluster{}
-		if err := c.Get(ctx, clientKey(name), cl); err != nil {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(res.gv.WithKind(res.kind))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 			return err
 		}
-		list.Items = []clusterv1alpha1.Cluster{*cl}
-	} else if err := c.List(ctx, list); err != nil {
-		return err
+		list.Items = []unstructured.Unstructured{*obj}
+	} else {
+		var opts []client.ListOption
+		if namespace != "" {
+			opts = append(opts, client.InNamespace(namespace))
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
+			return err
+		}
 	}
 	out := g.streams.Out
 	for i := range list.Items {
-		list.Items[i].APIVersion = clusterv1alpha1.GroupVersion.String()
-		list.Items[i].Kind = "Cluster"
-		list.Items[i].ManagedFields = nil
+		unstructured.RemoveNestedField(list.Items[i].Object, "metadata", "managedFields")
 	}
-	switch output {
-	case "name":
-		for _, cl := range list.Items {
-			fmt.Fprintf(out, "cluster.cluster.flotilla.dev/%s\n", cl.Name)
+	if output == "name" {
+		for _, o := range list.Items {
+			fmt.Fprintf(out, "%s.%s/%s\n", strings.ToLower(res.kind), res.gv.Group, o.GetName())
 		}
 		return nil
 	}
-	var obj any = list
+	var obj any = list.UnstructuredContent()
 	if name != "" {
-		obj = list.Items[0]
-	} else {
-		list.APIVersion, list.Kind = clusterv1alpha1.GroupVersion.String(), "ClusterList"
+		obj = list.Items[0].Object
 	}
 	if output == "json" {
 		data, err := json.MarshalIndent(obj, "", "    ")

@@ -3,10 +3,7 @@ package cli
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
 
 // tableSerializer lets a REST client exist for raw Table requests; responses are decoded by hand.
 func tableSerializer() runtime.NegotiatedSerializer {

@@ -171,3 +171,42 @@ func TestDuplicatedServiceAndAbortOnConflict(t *testing.T) {
 	g.Eventually(func() error { return memberClient(t, "west").Get(ctx, client.ObjectKeyFromObject(ours), west) }).Should(gomega.Succeed())
 	g.Expect(west.Data).To(gomega.Equal(map[string]string{"owner": "flotilla"}))
 }
+
+// `flotilla get bindings|works` and `describe` show placement, replicas, health and policy.
+func TestCLIShowsBindingsWorksAndDescribe(t *testing.T) {
+	g := newG(t)
+	ns := "cli"
+	ensureNamespace(t, cp, ns)
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "cli", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+			Placement: policyv1alpha1.Placement{
+				ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "west"}},
+				ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{Type: "Divided", DivisionPreference: "Weighted",
+					WeightPreference: &policyv1alpha1.WeightPreference{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
+						{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}, Weight: 3},
+						{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"west"}}, Weight: 1},
+					}}},
+			},
+		},
+	}
+	createAll(t, g, policy, webDeployment(ns, 4))
+	kc := fleet.Kubeconfig("")
+	g.Eventually(func() string {
+		out, _ := flotilla("describe", "deployment/web", "-n", ns, "--kubeconfig", kc)
+		return out
+	}).Should(gomega.And(
+		gomega.ContainSubstring("Policy:     PropagationPolicy cli/cli"),
+		gomega.MatchRegexp(`east\s+3\s+true\s+Healthy`),
+		gomega.MatchRegexp(`west\s+1\s+true\s+Healthy`),
+	))
+	out, err := flotilla("get", "bindings", "-n", ns, "--kubeconfig", kc)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(out).To(gomega.MatchRegexp(`web-deployment\s+Deployment\s+True\s+True\s+Healthy`))
+	out, err = flotilla("get", "works", "--kubeconfig", kc)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(out).To(gomega.MatchRegexp(`flotilla-es-east\s+cli-web-deployment\s+east\s+True\s+Healthy`))
+	_, err = flotilla("describe", "deployment/nothing", "-n", ns, "--kubeconfig", kc)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("is a propagation policy selecting it?")))
+}
