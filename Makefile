@@ -41,8 +41,9 @@ demo: tools build ## Bring up the local fleet, join its members and show them Re
 	$(FLOTILLA) get clusters -o wide
 	@hack/next-steps.sh
 
-bench: tools build ## Print local-fleet figures: up time (3 and 10 members), memory, failure detection
+bench: tools build ## Print figures: fleet up time, memory, failure detection; propagation vs a plain SSA client
 	$(FLOTILLA) bench up --bin-dir $(BIN)
+	$(FLOTILLA) bench propagate --bin-dir $(BIN)
 
 down: ## Stop the local fleet started by make demo
 	$(FLOTILLA) down

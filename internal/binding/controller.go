@@ -49,7 +49,7 @@ import (
 )
 
 // Finalizer holds a binding until its Works are gone.
-const Finalizer = "work.flotilla.dev/binding"
+const Finalizer = detector.BindingFinalizer
 
 // Controller reconciles bindings into Works and statuses.
 type Controller struct {
@@ -263,11 +263,15 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 		ConflictResolution: b.Spec.ConflictResolution,
 	}
 	if w == nil {
-		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating execution namespace %s: %w", ns, err)
+		// The cached read keeps this to one write per cluster, not one per Work.
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating execution namespace %s: %w", ns, err)
+			}
 		}
 		w = &workv1alpha1.Work{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			// Created with the executor's finalizer: one write less per Work.
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{execute.Finalizer}, Labels: map[string]string{
 				workv1alpha1.BindingNamespaceLabel: b.Namespace, workv1alpha1.BindingNameLabel: b.Name, workv1alpha1.ClusterLabel: t.Name,
 			}},
 			Spec: spec,

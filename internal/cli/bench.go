@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/bench"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
 	"github.com/flotilla-dev/flotilla/internal/registration"
 )
@@ -43,8 +44,44 @@ func newBenchCommand(g *globals) *cobra.Command {
 	}
 	up.Flags().IntSliceVar(&sizes, "members", []int{3, 10}, "fleet sizes to measure, one fresh fleet each")
 	probe.add(up)
-	cmd.AddCommand(up)
+	var templates []int
+	var samples int
+	propagate := &cobra.Command{
+		Use:   "propagate",
+		Short: "Time propagating N Deployments to 3 members against a plain SSA client, and single-change latency",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			for _, n := range templates {
+				if err := benchPropagate(cmd.Context(), g, exe, n, samples); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	propagate.Flags().IntSliceVar(&templates, "templates", []int{100, 1000}, "template counts to measure, one fresh fleet each")
+	propagate.Flags().IntVar(&samples, "latency-samples", 50, "single-template changes timed after the bulk run")
+	cmd.AddCommand(up, propagate)
 	return cmd
+}
+
+func benchPropagate(ctx context.Context, g *globals, exe string, n, samples int) error {
+	lf, cleanup, err := bench.StartFleet(ctx, g.binDir, exe, crdYAML(), 3, nil)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	pid := 0
+	for _, s := range lf.Status() {
+		if s.Name == "flotilla-controller-manager" {
+			pid = s.PID
+		}
+	}
+	return bench.Propagation(ctx, lf, pid, bench.PropagationOptions{Templates: n, LatencySamples: samples}, g.streams.Out)
 }
 
 // benchUp starts a fresh fleet of n members in a temporary state directory, measures it and

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +26,9 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 				return err
 			}
 			o.Probe.ProbePeriod, o.Probe.ProbeTimeout, o.Probe.FailureThreshold = probe.period, probe.timeout, probe.threshold
+			if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 || o.Probe.MemberQPS <= 0 || o.Probe.MemberBurst < 1 {
+				return fmt.Errorf("--kube-api-qps, --kube-api-burst, --member-api-qps and --member-api-burst must be positive")
+			}
 			return manager.Run(ctrl.SetupSignalHandler(), cfg, o)
 		},
 	}
@@ -32,6 +36,12 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", o.MetricsAddress, "address of the Prometheus /metrics endpoint; 0 disables it")
 	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", o.HealthProbeAddress, "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so only one replica acts")
+	fs.StringVar(&o.PprofAddress, "pprof-bind-address", "", "address of net/http/pprof for profiling; off when empty")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the control plane")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the control plane")
+	o.Probe.MemberQPS, o.Probe.MemberBurst = 500, 1000
+	fs.Float32Var(&o.Probe.MemberQPS, "member-api-qps", o.Probe.MemberQPS, "queries per second to each member")
+	fs.IntVar(&o.Probe.MemberBurst, "member-api-burst", o.Probe.MemberBurst, "burst of queries to each member")
 	probe.add(cmd)
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(goflags)

@@ -37,6 +37,9 @@ type Options struct {
 	FailureThreshold int
 	// DiscoveryInterval is how often a Ready member's served APIs are re-read.
 	DiscoveryInterval time.Duration
+	// MemberQPS and MemberBurst limit each member client; 0 means 500 and 1000.
+	MemberQPS   float32
+	MemberBurst int
 	// Clock is injected by tests; nil means the real clock.
 	Clock clock.WithTicker
 }
@@ -115,8 +118,9 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 		delete(c.members, name)
 	}
 	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = c.opts.MemberQPS, c.opts.MemberBurst
 	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 100, 200
+		cfg.QPS, cfg.Burst = 500, 1000
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

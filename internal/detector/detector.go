@@ -42,6 +42,9 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/match"
 )
 
+// BindingFinalizer holds a binding until its Works are gone; the binding controller owns it.
+const BindingFinalizer = "work.flotilla.dev/binding"
+
 // TemplateKey identifies a template of any kind.
 type TemplateKey struct {
 	GVK schema.GroupVersionKind
@@ -212,7 +215,8 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	switch {
 	case apierrors.IsNotFound(err):
 		binding = &workv1alpha1.ResourceBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: bindingKey.Namespace, Name: bindingKey.Name, OwnerReferences: []metav1.OwnerReference{{
+			// Created with the binding controller's finalizer: one write less per template.
+			ObjectMeta: metav1.ObjectMeta{Namespace: bindingKey.Namespace, Name: bindingKey.Name, Finalizers: []string{BindingFinalizer}, OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Name: tmpl.GetName(), UID: tmpl.GetUID(),
 			}}},
 			Spec: spec,

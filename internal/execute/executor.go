@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +63,8 @@ type Executor struct {
 	Client  client.Client
 	Members *clustercache.Cache
 	changes chan event.GenericEvent
+	// namespaces remembers member namespaces known to exist, per cluster, to save a call per apply.
+	namespaces sync.Map
 }
 
 // SetupWithManager registers the executor.
@@ -200,12 +205,14 @@ func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Wo
 		if needApply {
 			cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 			if namespaced {
-				if err := ensureNamespace(cctx, member, obj.GetNamespace()); err != nil {
+				if err := e.ensureNamespace(cctx, member, obj.GetNamespace()); err != nil {
 					cancel()
 					return err
 				}
 			}
-			existing, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+			// An object in the managed-object cache is ours already; only an unknown one is read
+			// first, to find an object that exists and is not Flotilla's.
+			existing, err := e.existing(cctx, cluster, mapping.Resource, ri, obj)
 			switch {
 			case err == nil && existing.GetLabels()[workv1alpha1.ManagedByLabel] != workv1alpha1.ManagedByValue && w.Spec.ConflictResolution != "Overwrite":
 				cancel()
@@ -220,6 +227,7 @@ func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Wo
 			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
 			cancel()
 			if err != nil {
+				e.namespaces.Delete(cluster + "/" + obj.GetNamespace()) // in case the namespace went away
 				return fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
 			}
 		}
@@ -264,10 +272,29 @@ func retainScaledReplicas(live, desired *unstructured.Unstructured) {
 	}
 }
 
-func ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
+func (e *Executor) existing(ctx context.Context, cluster string, gvr schema.GroupVersionResource, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if cached, ok := e.Members.CachedObject(cluster, gvr, obj.GetNamespace(), obj.GetName()); ok {
+		return cached, nil
+	}
+	return ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+}
+
+func (e *Executor) ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
 	if ns == "" {
 		return nil
 	}
+	key := m.Name + "/" + ns
+	if _, known := e.namespaces.Load(key); known {
+		return nil
+	}
+	if err := ensureNamespace(ctx, m, ns); err != nil {
+		return err
+	}
+	e.namespaces.Store(key, true)
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
 	_, err := m.Clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = m.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})

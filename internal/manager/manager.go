@@ -33,6 +33,11 @@ type Options struct {
 	LeaderElection     bool
 	LeaderElectionID   string
 	Probe              clustercache.Options
+	// KubeAPIQPS and KubeAPIBurst limit the control-plane client.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// PprofAddress serves net/http/pprof when set.
+	PprofAddress string
 }
 
 // DefaultOptions are the production defaults.
@@ -43,6 +48,8 @@ func DefaultOptions() Options {
 		LeaderElection:     true,
 		LeaderElectionID:   "flotilla-controller-manager",
 		Probe:              clustercache.DefaultOptions(),
+		KubeAPIQPS:         500,
+		KubeAPIBurst:       1000,
 	}
 }
 
@@ -51,11 +58,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Probe.Validate(); err != nil {
 		return err
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        kube.Scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
 		HealthProbeBindAddress:        o.HealthProbeAddress,
+		PprofBindAddress:              o.PprofAddress,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       kube.SystemNamespace,

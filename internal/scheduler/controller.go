@@ -17,8 +17,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -41,11 +45,26 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(c.allBindings)
 	return ctrl.NewControllerManagedBy(mgr).Named("scheduler").
 		For(&workv1alpha1.ResourceBinding{}).
-		Watches(&clusterv1alpha1.Cluster{}, all).
+		Watches(&clusterv1alpha1.Cluster{}, all, builder.WithPredicates(schedulingInputsChanged)).
 		Watches(&policyv1alpha1.PropagationPolicy{}, all).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, all).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(c)
 }
+
+// schedulingInputsChanged passes Cluster updates that can change a placement: spec (taints),
+// labels, readiness and served APIs. Resource-summary changes do not re-schedule everything
+// (capacity is read when a binding is scheduled for another reason).
+var schedulingInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
+	n, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Generation != n.Generation || !apiequality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		isReady(o) != isReady(n) || !apiequality.Semantic.DeepEqual(o.Status.APIEnablements, n.Status.APIEnablements) ||
+		!n.DeletionTimestamp.IsZero()
+}}
 
 func (c *Controller) allBindings(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &workv1alpha1.ResourceBindingList{}

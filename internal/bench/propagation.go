@@ -1,0 +1,348 @@
+// Package bench measures Flotilla on a running local fleet and prints figures. It is a
+// command, not a test: nothing here asserts, and machines here are shared and noisy, so every
+// figure is read from one run that also measures its own ceiling.
+//
+// The propagation bench compares Flotilla with a plain server-side-apply client writing the
+// same objects to the same member apiservers (32 requests in flight per member), in the same
+// run. Templates are Deployments with zero replicas, so the figures measure propagation and
+// status aggregation, not the members' pod churn.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/registration"
+)
+
+const inFlightPerMember = 32
+
+var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+// PropagationOptions say what to measure.
+type PropagationOptions struct {
+	Templates      int // how many Deployments
+	LatencySamples int // single-template changes timed after the bulk run
+}
+
+// Propagation runs the propagation bench against a started and joined local fleet.
+func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int, o PropagationOptions, out io.Writer) error {
+	members := lf.Fleet().Names()
+	memberDyn := map[string]dynamic.Interface{}
+	memberCS := map[string]kubernetes.Interface{}
+	for _, m := range members {
+		cfg, err := lf.RESTConfig(m)
+		if err != nil {
+			return err
+		}
+		cfg.QPS, cfg.Burst = 1000, 2000
+		if memberDyn[m], err = dynamic.NewForConfig(cfg); err != nil {
+			return err
+		}
+		if memberCS[m], err = kubernetes.NewForConfig(cfg); err != nil {
+			return err
+		}
+	}
+	cpCfg, err := lf.RESTConfig("")
+	if err != nil {
+		return err
+	}
+	cpCfg = rest.CopyConfig(cpCfg)
+	cpCfg.QPS, cpCfg.Burst = 1000, 2000
+	cp, err := client.New(cpCfg, client.Options{Scheme: kube.Scheme})
+	if err != nil {
+		return err
+	}
+	n := o.Templates
+	fmt.Fprintf(out, "== propagation: %d Deployments to %d clusters (%d member objects)\n", n, len(members), n*len(members))
+
+	// The ceiling: a plain server-side-apply client, all members at once.
+	ceilingNS := fmt.Sprintf("ceiling-%d", n)
+	for _, m := range members {
+		if err := ensureNS(ctx, memberCS[m], ceilingNS); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(members))
+	for _, m := range members {
+		wg.Go(func() {
+			errs <- forEachParallel(n, inFlightPerMember, func(i int) error {
+				obj := deployment(ceilingNS, i)
+				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+				if err != nil {
+					return err
+				}
+				_, err = memberDyn[m].Resource(deploymentsGVR).Namespace(ceilingNS).Apply(ctx, obj.Name, &unstructured.Unstructured{Object: u},
+					metav1.ApplyOptions{FieldManager: "bench-ceiling", Force: true})
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return fmt.Errorf("ceiling client: %w", err)
+		}
+	}
+	ceiling := time.Since(start)
+	ceilingRate := float64(n*len(members)) / ceiling.Seconds()
+	fmt.Fprintf(out, "plain SSA client (ceiling):    %7.1fs  %7.1f objects/s\n", ceiling.Seconds(), ceilingRate)
+
+	// Flotilla: templates in the control plane, one policy duplicating them everywhere.
+	ns := fmt.Sprintf("bench-%d", n)
+	if err := cp.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: ns},
+		Spec:       policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}}},
+	}
+	if err := cp.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cpuBefore := cpuSeconds(managerPID)
+	start = time.Now()
+	if err := forEachParallel(n, inFlightPerMember, func(i int) error { return cp.Create(ctx, deployment(ns, i)) }); err != nil {
+		return fmt.Errorf("creating templates: %w", err)
+	}
+	created := time.Since(start)
+	applied, aggregated, err := waitPropagated(ctx, memberCS, cp, ns, n, start)
+	if err != nil {
+		return err
+	}
+	cpu := cpuSeconds(managerPID) - cpuBefore
+	rate := float64(n*len(members)) / applied.Seconds()
+	fmt.Fprintf(out, "templates created in:          %7.1fs\n", created.Seconds())
+	fmt.Fprintf(out, "all applied in the members:    %7.1fs  %7.1f objects/s  (%.2f of the ceiling)\n", applied.Seconds(), rate, rate/ceilingRate)
+	fmt.Fprintf(out, "all statuses aggregated:       %7.1fs\n", aggregated.Seconds())
+	fmt.Fprintf(out, "controller-manager CPU:        %7.1fs  peak RSS %d MiB\n", cpu, peakRSS(managerPID)>>20)
+
+	if o.LatencySamples > 0 {
+		lat, err := changeLatency(ctx, memberCS, cp, ns, n, o.LatencySamples)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "change -> all members applied: p50 %s  p99 %s  (%d single-template changes, %d templates in place)\n",
+			lat[len(lat)/2].Round(time.Millisecond), lat[(len(lat)*99)/100].Round(time.Millisecond), len(lat), n)
+	}
+	return nil
+}
+
+func deployment(ns string, i int) *appsv1.Deployment {
+	labels := map[string]string{"app": fmt.Sprintf("bench-%d", i)}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%04d", i), Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+			},
+		},
+	}
+}
+
+func ensureNS(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func forEachParallel(n, parallel int, fn func(int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var first error
+	var mu sync.Mutex
+	for range parallel {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// waitPropagated polls until every member holds n Deployments in ns, and until every template's
+// status observed its generation.
+func waitPropagated(ctx context.Context, members map[string]kubernetes.Interface, cp client.Client, ns string, n int, start time.Time) (time.Duration, time.Duration, error) {
+	var applied, aggregated time.Duration
+	deadline := start.Add(30 * time.Minute)
+	for applied == 0 || aggregated == 0 {
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("not propagated after 30 minutes")
+		}
+		time.Sleep(250 * time.Millisecond)
+		if applied == 0 {
+			all := true
+			for _, cs := range members {
+				l, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				if err != nil || len(l.Items) < n {
+					all = false
+					break
+				}
+			}
+			if all {
+				applied = time.Since(start)
+			}
+		}
+		if aggregated == 0 {
+			l := &appsv1.DeploymentList{}
+			if err := cp.List(ctx, l, client.InNamespace(ns)); err == nil && len(l.Items) == n {
+				done := 0
+				for _, d := range l.Items {
+					if d.Status.ObservedGeneration >= d.Generation {
+						done++
+					}
+				}
+				if done == n {
+					aggregated = time.Since(start)
+				}
+			}
+		}
+	}
+	return applied, aggregated, nil
+}
+
+// changeLatency changes one template at a time and times until every member shows it.
+func changeLatency(ctx context.Context, members map[string]kubernetes.Interface, cp client.Client, ns string, n, samples int) ([]time.Duration, error) {
+	var out []time.Duration
+	for s := range samples {
+		name := fmt.Sprintf("app-%04d", (s*7919)%n)
+		value := "change-" + strconv.Itoa(s)
+		start := time.Now()
+		patch := []byte(`{"metadata":{"annotations":{"bench/change":"` + value + `"}}}`)
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := cp.Patch(ctx, d, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+			return nil, err
+		}
+		for {
+			seen := 0
+			for _, cs := range members {
+				got, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+				if err == nil && got.Annotations["bench/change"] == value {
+					seen++
+				}
+			}
+			if seen == len(members) {
+				break
+			}
+			if time.Since(start) > time.Minute {
+				return nil, fmt.Errorf("change of %s not applied after a minute", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		out = append(out, time.Since(start))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// cpuSeconds is the user+system CPU time of a process.
+func cpuSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// peakRSS is the high-water mark of a process's resident memory.
+func peakRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// StartFleet starts a fresh fleet for a bench in a temporary directory, joined and Ready.
+func StartFleet(ctx context.Context, binDir, flotillaBin string, crds []byte, members int, managerArgs []string) (*localfleet.LocalFleet, func(), error) {
+	dir, err := os.MkdirTemp("", "flotilla-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	lf, err := localfleet.Open(localfleet.Options{
+		StateDir: dir, BinDir: binDir, Fleet: localfleet.GeneratedFleet(members), CRDs: crds,
+		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: managerArgs}, Out: io.Discard,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { _ = lf.Down(true) }
+	if _, err := lf.Up(ctx); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	cfg, err := lf.RESTConfig("")
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if err := registration.JoinLocalFleet(ctx, c, lf, nil, 5*time.Minute); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return lf, cleanup, nil
+}
