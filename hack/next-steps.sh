@@ -10,5 +10,6 @@ The local fleet is up and its members are Ready. Try next:
   kubectl get clusters -w                             # ...and turns NotReady within ~30s
   bin/flotilla fleet start west                       # and comes back
   kubectl --kubeconfig $(bin/flotilla kubeconfig east) get nodes
+  kubectl apply -f examples/propagation/shop.yaml     # propagate an app (see its README)
   bin/flotilla down                                   # stop everything (data kept; --purge removes it)
 MSG
