@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,7 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 			return err
 		}
 	}
+	cpuCeiling := fleetCPU(lf)
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(members))
@@ -114,6 +116,14 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 	ceiling := time.Since(start)
 	ceilingRate := float64(n*len(members)) / ceiling.Seconds()
 	fmt.Fprintf(out, "plain SSA client (ceiling):    %7.1fs  %7.1f objects/s\n", ceiling.Seconds(), ceilingRate)
+	fmt.Fprintf(out, "  CPU seconds while it ran:    %s\n", cpuCeiling.since(fleetCPU(lf)))
+	// The members' controllers react to the ceiling's Deployments after it finished; let them
+	// finish before Flotilla is timed, so it does not pay for them.
+	settled, err := waitQuiet(ctx, lf)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  members settled after it in: %7.1fs\n", settled.Seconds())
 
 	// Flotilla: templates in the control plane, one policy duplicating them everywhere.
 	ns := fmt.Sprintf("bench-%d", n)
@@ -128,6 +138,11 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 		return err
 	}
 	cpuBefore := cpuSeconds(managerPID)
+	cpuFleet := fleetCPU(lf)
+	writesBefore, err := fleetWrites(ctx, lf)
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := forEachParallel(n, inFlightPerMember, func(i int) error { return cp.Create(ctx, deployment(ns, i)) }); err != nil {
 		return fmt.Errorf("creating templates: %w", err)
@@ -138,11 +153,20 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 		return err
 	}
 	cpu := cpuSeconds(managerPID) - cpuBefore
+	fleetSpent := cpuFleet.since(fleetCPU(lf))
+	writesAfter, err := fleetWrites(ctx, lf)
+	if err != nil {
+		return err
+	}
 	rate := float64(n*len(members)) / applied.Seconds()
 	fmt.Fprintf(out, "templates created in:          %7.1fs\n", created.Seconds())
 	fmt.Fprintf(out, "all applied in the members:    %7.1fs  %7.1f objects/s  (%.2f of the ceiling)\n", applied.Seconds(), rate, rate/ceilingRate)
 	fmt.Fprintf(out, "all statuses aggregated:       %7.1fs\n", aggregated.Seconds())
 	fmt.Fprintf(out, "controller-manager CPU:        %7.1fs  peak RSS %d MiB\n", cpu, peakRSS(managerPID)>>20)
+	fmt.Fprintf(out, "  CPU seconds until aggregated: %s\n", fleetSpent)
+	for _, where := range []string{"control plane", "members"} {
+		fmt.Fprintf(out, "  writes to the %s per member object: %s\n", where, writesAfter[where].since(writesBefore[where], n*len(members)))
+	}
 
 	if o.LatencySamples > 0 {
 		lat, err := changeLatency(ctx, memberCS, cp, ns, n, o.LatencySamples)
@@ -279,6 +303,153 @@ func changeLatency(ctx context.Context, members map[string]kubernetes.Interface,
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
+}
+
+// writeCounts are mutating apiserver requests by "verb resource".
+type writeCounts map[string]float64
+
+var requestTotal = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
+var metricLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// fleetWrites reads the apiservers' request counters, summed over the members.
+func fleetWrites(ctx context.Context, lf *localfleet.LocalFleet) (map[string]writeCounts, error) {
+	out := map[string]writeCounts{"control plane": {}, "members": {}}
+	for _, name := range append([]string{""}, lf.Fleet().Names()...) {
+		cfg, err := lf.RESTConfig(name)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading apiserver metrics: %w", err)
+		}
+		where := "members"
+		if name == "" {
+			where = "control plane"
+		}
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			m := requestTotal.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			labels := map[string]string{}
+			for _, l := range metricLabel.FindAllStringSubmatch(m[1], -1) {
+				labels[l[1]] = l[2]
+			}
+			switch labels["verb"] {
+			case "POST", "PUT", "PATCH", "APPLY", "DELETE":
+			default:
+				continue
+			}
+			resource := labels["resource"]
+			if labels["subresource"] != "" {
+				resource += "/" + labels["subresource"]
+			}
+			v, _ := strconv.ParseFloat(m[2], 64)
+			out[where][labels["verb"]+" "+resource] += v
+		}
+	}
+	return out, nil
+}
+
+// waitQuiet waits until the fleet's apiservers take fewer than 10 writes a second for two
+// seconds in a row (leases and heartbeats go on), or a minute passed.
+func waitQuiet(ctx context.Context, lf *localfleet.LocalFleet) (time.Duration, error) {
+	start := time.Now()
+	total := func() (float64, error) {
+		w, err := fleetWrites(ctx, lf)
+		sum := 0.0
+		for _, counts := range w {
+			for _, v := range counts {
+				sum += v
+			}
+		}
+		return sum, err
+	}
+	last, err := total()
+	if err != nil {
+		return 0, err
+	}
+	quiet := 0
+	for quiet < 2 && time.Since(start) < time.Minute {
+		time.Sleep(time.Second)
+		now, err := total()
+		if err != nil {
+			return 0, err
+		}
+		if now-last < 10 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = now
+	}
+	return time.Since(start), nil
+}
+
+// since prints the writes made after before, per member object, largest first.
+func (after writeCounts) since(before writeCounts, objects int) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var rows []kv
+	total := 0.0
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			rows = append(rows, kv{k, d})
+			total += d
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].v > rows[j].v })
+	parts := []string{fmt.Sprintf("%.2f", total/float64(objects))}
+	for i, r := range rows {
+		if i == 8 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f", r.k, r.v/float64(objects)))
+	}
+	return parts[0] + " (" + strings.Join(parts[1:], ", ") + ")"
+}
+
+// cpuByRole is CPU seconds per kind of fleet process, to show where a run's time went.
+type cpuByRole map[string]float64
+
+var roleOrder = []string{"control-plane-apiserver", "member-apiservers", "member-controllers", "etcd", "flotilla", "control-plane-kcm"}
+
+func fleetCPU(lf *localfleet.LocalFleet) cpuByRole {
+	out := cpuByRole{}
+	for _, s := range lf.Status() {
+		role := "control-plane-kcm"
+		switch {
+		case s.Tool == "etcd":
+			role = "etcd"
+		case s.Cluster == localfleet.ControlPlaneName && s.Tool == "kube-apiserver":
+			role = "control-plane-apiserver"
+		case s.Cluster == localfleet.ControlPlaneName && s.Tool != "kube-controller-manager":
+			role = "flotilla"
+		case s.Tool == "kube-apiserver":
+			role = "member-apiservers"
+		case s.Cluster != localfleet.ControlPlaneName:
+			role = "member-controllers"
+		}
+		out[role] += cpuSeconds(s.PID)
+	}
+	return out
+}
+
+func (before cpuByRole) since(after cpuByRole) string {
+	var parts []string
+	for _, r := range roleOrder {
+		if d := after[r] - before[r]; d >= 0.05 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", r, d))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuSeconds is the user+system CPU time of a process.

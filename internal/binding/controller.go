@@ -29,11 +29,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -51,6 +53,33 @@ import (
 // Finalizer holds a binding until its Works are gone.
 const Finalizer = detector.BindingFinalizer
 
+// statusSettle gathers the Work status changes of one binding that arrive close together
+// into one reconcile, so the binding and template statuses are written once for them.
+const statusSettle = time.Second
+
+// enqueueBindingAfter queues a Work's binding after a delay; the queue keeps one entry per
+// binding, so every Work change within the delay costs one reconcile.
+func enqueueBindingAfter(delay time.Duration) handler.EventHandler {
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		l := o.GetLabels()
+		if l[workv1alpha1.BindingNameLabel] == "" {
+			return
+		}
+		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: l[workv1alpha1.BindingNamespaceLabel], Name: l[workv1alpha1.BindingNameLabel]}}, delay)
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
+}
+
 // Controller reconciles bindings into Works and statuses.
 type Controller struct {
 	Client client.Client
@@ -62,13 +91,7 @@ type Controller struct {
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("binding").
 		For(&workv1alpha1.ResourceBinding{}).
-		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			l := o.GetLabels()
-			if l[workv1alpha1.BindingNameLabel] == "" {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[workv1alpha1.BindingNamespaceLabel], Name: l[workv1alpha1.BindingNameLabel]}}}
-		})).
+		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(statusSettle)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		// Overrides select clusters by label.
@@ -190,6 +213,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	renderErrors := map[string]string{}
+	worksWritten := false
 	for _, t := range b.Spec.Clusters {
 		cl := &clusterv1alpha1.Cluster{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
@@ -201,13 +225,20 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				overriders = append(overriders, r.Overriders)
 			}
 		}
-		if err := c.ensureWork(ctx, b, tmpl, in, hasReplicas, t, overriders, existing[t.Name]); err != nil {
+		written, err := c.ensureWork(ctx, b, tmpl, in, hasReplicas, t, overriders, existing[t.Name])
+		if err != nil {
 			var re *renderError
 			if !errors.As(err, &re) {
 				return ctrl.Result{}, err
 			}
 			renderErrors[t.Name] = err.Error()
 		}
+		worksWritten = worksWritten || written
+	}
+	if worksWritten && len(renderErrors) == 0 {
+		// The Works' events bring this binding back once the executor reported; writing
+		// "waiting for the members" now would only cost a write.
+		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing, renderErrors)
 }
@@ -234,27 +265,28 @@ type renderError struct{ err error }
 
 func (r *renderError) Error() string { return r.err.Error() }
 
-func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) error {
+// ensureWork writes the cluster's Work when its content changed and says whether it wrote.
+func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
 	if err != nil {
-		return &renderError{err}
+		return false, &renderError{err}
 	}
 	if err := render.Override(manifest, overriders); err != nil {
-		return &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
+		return false, &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
 	}
 	var manifests []workv1alpha1.Manifest
 	if b.Spec.PropagateDeps {
 		deps, err := c.dependencies(ctx, tmpl, ns, name)
 		if err != nil {
-			return err
+			return false, err
 		}
 		manifests = deps
 	}
 	raw, err := manifest.MarshalJSON()
 	if err != nil {
-		return err
+		return false, err
 	}
 	manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	spec := workv1alpha1.WorkSpec{
@@ -266,7 +298,7 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 		// The cached read keeps this to one write per cluster, not one per Work.
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
 			if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating execution namespace %s: %w", ns, err)
+				return false, fmt.Errorf("creating execution namespace %s: %w", ns, err)
 			}
 		}
 		w = &workv1alpha1.Work{
@@ -277,16 +309,16 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 			Spec: spec,
 		}
 		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating work %s/%s: %w", ns, name, err)
+			return false, fmt.Errorf("creating work %s/%s: %w", ns, name, err)
 		}
-		return nil
+		return true, nil
 	}
 	if workSpecEqual(w.Spec, spec) {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(w.DeepCopy())
 	w.Spec = spec
-	return c.Client.Patch(ctx, w, patch)
+	return true, c.Client.Patch(ctx, w, patch)
 }
 
 // dependencies renders the objects the template's pods reference. A missing one is skipped:

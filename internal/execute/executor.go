@@ -58,6 +58,10 @@ const ExecutionNamespacePrefix = "flotilla-es-"
 // memberCallTimeout bounds every call to a member.
 const memberCallTimeout = 15 * time.Second
 
+// statusSettle is how long a changed Work status waits before it is written, so an apply and
+// the member controllers' first reactions to it cost one control-plane write, not several.
+const statusSettle = time.Second
+
 // Executor reconciles Works.
 type Executor struct {
 	Client  client.Client
@@ -65,6 +69,11 @@ type Executor struct {
 	changes chan event.GenericEvent
 	// namespaces remembers member namespaces known to exist, per cluster, to save a call per apply.
 	namespaces sync.Map
+	// applied remembers the manifests hash last applied per Work, so an apply whose status is
+	// not yet written is not repeated; after a restart the Work's status says the same.
+	applied sync.Map
+	// dirtySince is when a Work's status first differed from the written one.
+	dirtySince sync.Map
 }
 
 // SetupWithManager registers the executor.
@@ -119,6 +128,8 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 				return ctrl.Result{}, err
 			}
 		}
+		e.applied.Delete(req.NamespacedName)
+		e.dirtySince.Delete(req.NamespacedName)
 		patch := client.MergeFrom(w.DeepCopy())
 		controllerutil.RemoveFinalizer(w, Finalizer)
 		return ctrl.Result{}, e.Client.Patch(ctx, w, patch)
@@ -136,7 +147,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if !reachable {
 		setApplied(status, w, metav1.ConditionFalse, "ClusterNotReady", fmt.Sprintf("cluster %s is not Ready; the Work waits for it", cluster))
 		result.RequeueAfter = 15 * time.Second
-	} else if err := e.apply(ctx, cluster, w, status); err != nil {
+	} else if err := e.apply(ctx, req.NamespacedName, cluster, w, status); err != nil {
 		var conflict *conflictError
 		if errors.As(err, &conflict) {
 			setApplied(status, w, metav1.ConditionFalse, "Conflict", err.Error())
@@ -145,13 +156,23 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			result.RequeueAfter = 10 * time.Second
 		}
 	}
-	if !apiequality.Semantic.DeepEqual(status, &w.Status) {
-		patch := client.MergeFrom(w.DeepCopy())
-		w.Status = *status
-		if err := e.Client.Status().Patch(ctx, w, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if apiequality.Semantic.DeepEqual(status, &w.Status) {
+		e.dirtySince.Delete(req.NamespacedName)
+		return result, nil
 	}
+	first, _ := e.dirtySince.LoadOrStore(req.NamespacedName, time.Now())
+	if wait := statusSettle - time.Since(first.(time.Time)); wait > 0 {
+		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
+		}
+		return result, nil
+	}
+	patch := client.MergeFrom(w.DeepCopy())
+	w.Status = *status
+	if err := e.Client.Status().Patch(ctx, w, patch); err != nil {
+		return ctrl.Result{}, err
+	}
+	e.dirtySince.Delete(req.NamespacedName)
 	return result, nil
 }
 
@@ -172,13 +193,14 @@ func manifestsHash(w *workv1alpha1.Work) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Work, status *workv1alpha1.WorkStatus) error {
+func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster string, w *workv1alpha1.Work, status *workv1alpha1.WorkStatus) error {
 	member, err := e.Members.Get(cluster)
 	if err != nil {
 		return err
 	}
 	hash := manifestsHash(w)
-	unchanged := status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
+	last, _ := e.applied.Load(key)
+	unchanged := last == hash || status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
 	for i, m := range w.Spec.Manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
@@ -247,6 +269,7 @@ func (e *Executor) apply(ctx context.Context, cluster string, w *workv1alpha1.Wo
 		}
 	}
 	status.AppliedHash = hash
+	e.applied.Store(key, hash)
 	setApplied(status, w, metav1.ConditionTrue, "Applied", "the manifests are applied in the member")
 	return nil
 }
