@@ -1,7 +1,7 @@
-// Package binding turns a scheduled ResourceBinding into Works, one per target cluster in that
-// cluster's execution namespace, and turns the Works' observed statuses back into the
-// binding's status and the template's own status (through the interpreter), so tools that
-// read the template see one big cluster.
+// Package binding turns a scheduled ResourceBinding or ClusterResourceBinding into Works, one
+// per target cluster in that cluster's execution namespace, and turns the Works' observed
+// statuses back into the binding's status and the template's own status (through the
+// interpreter), so tools that read the template see one big cluster.
 //
 // It owns Works' spec and the binding's status; it never talks to members (the executor
 // does) and never chooses clusters (the scheduler does). A Work is rewritten only when its
@@ -91,6 +91,7 @@ type Controller struct {
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("binding").
 		For(&workv1alpha1.ResourceBinding{}).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
 		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(statusSettle)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
@@ -101,17 +102,26 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (c *Controller) allBindings(ctx context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
 	list := &workv1alpha1.ResourceBindingList{}
 	var opts []client.ListOption
-	if _, ok := o.(*policyv1alpha1.OverridePolicy); ok {
+	_, namespaced := o.(*policyv1alpha1.OverridePolicy)
+	if namespaced {
 		opts = append(opts, client.InNamespace(o.GetNamespace()))
 	}
-	if err := c.Client.List(ctx, list, opts...); err != nil {
-		return nil
+	if err := c.Client.List(ctx, list, opts...); err == nil {
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i, b := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)}
+	if namespaced {
+		return reqs
+	}
+	clusterList := &workv1alpha1.ClusterResourceBindingList{}
+	if err := c.Client.List(ctx, clusterList); err == nil {
+		for i := range clusterList.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&clusterList.Items[i])})
+		}
 	}
 	return reqs
 }
@@ -143,9 +153,13 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 	return rules, nil
 }
 
-// WorkName is the name of a binding's Work in every execution namespace.
-func WorkName(b *workv1alpha1.ResourceBinding) string {
-	n := b.Namespace + "-" + b.Name
+// WorkName is the name of a binding's Work in every execution namespace: NAMESPACE-NAME, or
+// cluster.NAME for a ClusterResourceBinding (namespace names hold no dots, so they never clash).
+func WorkName(b workv1alpha1.Binding) string {
+	n := b.GetNamespace() + "-" + b.GetName()
+	if b.GetNamespace() == "" {
+		n = "cluster." + b.GetName()
+	}
 	if len(n) > 253 {
 		sum := sha256.Sum256([]byte(n))
 		n = n[:240] + "-" + hex.EncodeToString(sum[:])[:12]
@@ -153,45 +167,46 @@ func WorkName(b *workv1alpha1.ResourceBinding) string {
 	return n
 }
 
-func (c *Controller) works(ctx context.Context, b *workv1alpha1.ResourceBinding) ([]workv1alpha1.Work, error) {
+func (c *Controller) works(ctx context.Context, b workv1alpha1.Binding) ([]workv1alpha1.Work, error) {
 	list := &workv1alpha1.WorkList{}
 	err := c.Client.List(ctx, list, client.MatchingLabels{
-		workv1alpha1.BindingNamespaceLabel: b.Namespace, workv1alpha1.BindingNameLabel: b.Name,
+		workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(),
 	})
 	return list.Items, err
 }
 
 // Reconcile renders the binding's Works and gathers their status.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	b := &workv1alpha1.ResourceBinding{}
+	b := workv1alpha1.NewBinding(req.Namespace, req.Name)
 	if err := c.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	bs := b.BindingSpec()
 	works, err := c.works(ctx, b)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !b.DeletionTimestamp.IsZero() {
+	if !b.GetDeletionTimestamp().IsZero() {
 		return c.finalize(ctx, b, works)
 	}
 	if !controllerutil.ContainsFinalizer(b, Finalizer) {
-		patch := client.MergeFrom(b.DeepCopy())
+		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
 		controllerutil.AddFinalizer(b, Finalizer)
 		if err := c.Client.Patch(ctx, b, patch); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	gvk := schema.FromAPIVersionAndKind(b.Spec.Resource.APIVersion, b.Spec.Resource.Kind)
+	gvk := schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetGroupVersionKind(gvk)
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: b.Spec.Resource.Namespace, Name: b.Spec.Resource.Name}, tmpl); err != nil {
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // the template's deletion removes the binding
 	}
 	in := interpret.For(gvk.GroupKind())
 	_, hasReplicas, _ := in.GetReplicas(tmpl)
 
 	targets := map[string]workv1alpha1.TargetCluster{}
-	for _, t := range b.Spec.Clusters {
+	for _, t := range bs.Clusters {
 		targets[t.Name] = t
 	}
 	existing := map[string]*workv1alpha1.Work{}
@@ -214,7 +229,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	renderErrors := map[string]string{}
 	worksWritten := false
-	for _, t := range b.Spec.Clusters {
+	for _, t := range bs.Clusters {
 		cl := &clusterv1alpha1.Cluster{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -243,7 +258,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing, renderErrors)
 }
 
-func (c *Controller) finalize(ctx context.Context, b *workv1alpha1.ResourceBinding, works []workv1alpha1.Work) (ctrl.Result, error) {
+func (c *Controller) finalize(ctx context.Context, b workv1alpha1.Binding, works []workv1alpha1.Work) (ctrl.Result, error) {
 	for i := range works {
 		if works[i].DeletionTimestamp.IsZero() {
 			if err := c.Client.Delete(ctx, &works[i]); err != nil && !apierrors.IsNotFound(err) {
@@ -254,7 +269,7 @@ func (c *Controller) finalize(ctx context.Context, b *workv1alpha1.ResourceBindi
 	if len(works) > 0 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil // the executor is removing member objects
 	}
-	patch := client.MergeFrom(b.DeepCopy())
+	patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
 	controllerutil.RemoveFinalizer(b, Finalizer)
 	return ctrl.Result{}, c.Client.Patch(ctx, b, patch)
 }
@@ -266,7 +281,7 @@ type renderError struct{ err error }
 func (r *renderError) Error() string { return r.err.Error() }
 
 // ensureWork writes the cluster's Work when its content changed and says whether it wrote.
-func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
+func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
@@ -277,7 +292,7 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 		return false, &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
 	}
 	var manifests []workv1alpha1.Manifest
-	if b.Spec.PropagateDeps {
+	if b.BindingSpec().PropagateDeps {
 		deps, err := c.dependencies(ctx, tmpl, ns, name)
 		if err != nil {
 			return false, err
@@ -291,8 +306,8 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 	manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	spec := workv1alpha1.WorkSpec{
 		Manifests:          manifests,
-		DeletionPolicy:     b.Spec.DeletionPolicy,
-		ConflictResolution: b.Spec.ConflictResolution,
+		DeletionPolicy:     b.BindingSpec().DeletionPolicy,
+		ConflictResolution: b.BindingSpec().ConflictResolution,
 	}
 	if w == nil {
 		// The cached read keeps this to one write per cluster, not one per Work.
@@ -304,7 +319,7 @@ func (c *Controller) ensureWork(ctx context.Context, b *workv1alpha1.ResourceBin
 		w = &workv1alpha1.Work{
 			// Created with the executor's finalizer: one write less per Work.
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{execute.Finalizer}, Labels: map[string]string{
-				workv1alpha1.BindingNamespaceLabel: b.Namespace, workv1alpha1.BindingNameLabel: b.Name, workv1alpha1.ClusterLabel: t.Name,
+				workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(), workv1alpha1.ClusterLabel: t.Name,
 			}},
 			Spec: spec,
 		}
@@ -370,15 +385,16 @@ func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
 
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
-func (c *Controller) aggregate(ctx context.Context, b *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work, renderErrors map[string]string) error {
-	status := b.Status.DeepCopy()
-	status.ObservedGeneration = b.Generation
+func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work, renderErrors map[string]string) error {
+	bs := b.BindingSpec()
+	status := b.BindingStatus().DeepCopy()
+	status.ObservedGeneration = b.GetGeneration()
 	status.Clusters = nil
 	overall := workv1alpha1.HealthHealthy
-	allApplied := len(b.Spec.Clusters) > 0
+	allApplied := len(bs.Clusters) > 0
 	var members []interpret.MemberStatus
 	var problems []string
-	for _, t := range b.Spec.Clusters {
+	for _, t := range bs.Clusters {
 		cs := workv1alpha1.ClusterStatus{Cluster: t.Name, Health: workv1alpha1.HealthUnknown}
 		if w, ok := works[t.Name]; ok {
 			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
@@ -411,11 +427,11 @@ func (c *Controller) aggregate(ctx context.Context, b *workv1alpha1.ResourceBind
 		status.Clusters = append(status.Clusters, cs)
 	}
 	sort.Slice(status.Clusters, func(i, j int) bool { return status.Clusters[i].Cluster < status.Clusters[j].Cluster })
-	if len(b.Spec.Clusters) == 0 {
+	if len(bs.Clusters) == 0 {
 		overall = workv1alpha1.HealthUnknown
 	}
 	status.Health = overall
-	applied := metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied in every target cluster", ObservedGeneration: b.Generation}
+	applied := metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied in every target cluster", ObservedGeneration: b.GetGeneration()}
 	if !allApplied {
 		applied.Status, applied.Reason, applied.Message = metav1.ConditionFalse, "NotApplied", "waiting for the members"
 		if len(problems) > 0 {
@@ -423,20 +439,20 @@ func (c *Controller) aggregate(ctx context.Context, b *workv1alpha1.ResourceBind
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, applied)
-	healthy := metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: string(overall), Message: "health across clusters: " + string(overall), ObservedGeneration: b.Generation}
+	healthy := metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: string(overall), Message: "health across clusters: " + string(overall), ObservedGeneration: b.GetGeneration()}
 	if overall == workv1alpha1.HealthHealthy {
 		healthy.Status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&status.Conditions, healthy)
-	if !apiequality.Semantic.DeepEqual(status, &b.Status) {
-		patch := client.MergeFrom(b.DeepCopy())
-		b.Status = *status
+	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
+		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
+		*b.BindingStatus() = *status
 		if err := c.Client.Status().Patch(ctx, b, patch); err != nil {
 			return err
 		}
 	}
 
-	if len(members) != len(b.Spec.Clusters) {
+	if len(members) != len(bs.Clusters) {
 		return nil // not every member reported yet
 	}
 	agg := in.AggregateStatus(tmpl, members)

@@ -111,12 +111,16 @@ var getResources = map[string]getResource{}
 func init() {
 	cluster := getResource{clusterv1alpha1.GroupVersion, "clusters", "Cluster", false}
 	binding := getResource{workv1alpha1.GroupVersion, "resourcebindings", "ResourceBinding", true}
+	clusterBinding := getResource{workv1alpha1.GroupVersion, "clusterresourcebindings", "ClusterResourceBinding", false}
 	work := getResource{workv1alpha1.GroupVersion, "works", "Work", true}
 	for _, n := range []string{"clusters", "cluster"} {
 		getResources[n] = cluster
 	}
 	for _, n := range []string{"bindings", "binding", "resourcebindings", "resourcebinding", "rb"} {
 		getResources[n] = binding
+	}
+	for _, n := range []string{"clusterbindings", "clusterbinding", "clusterresourcebindings", "clusterresourcebinding", "crb"} {
+		getResources[n] = clusterBinding
 	}
 	for _, n := range []string{"works", "work"} {
 		getResources[n] = work
@@ -126,8 +130,8 @@ func init() {
 func newGetCommand(g *globals) *cobra.Command {
 	var output, namespace string
 	cmd := &cobra.Command{
-		Use:   "get clusters|bindings|works [NAME]",
-		Short: "List clusters, bindings or works as kubectl does (-o wide|json|yaml|name)",
+		Use:   "get clusters|bindings|clusterbindings|works [NAME]",
+		Short: "List clusters, bindings, cluster bindings or works as kubectl does (-o wide|json|yaml|name)",
 		Example: fmt.Sprintf(`  %[1]s get clusters -o wide
   %[1]s get bindings -n shop
   %[1]s get works`, invokedName()),
@@ -135,7 +139,7 @@ func newGetCommand(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, ok := getResources[args[0]]
 			if !ok {
-				return fmt.Errorf("unknown resource %q: flotilla get knows clusters, bindings and works", args[0])
+				return fmt.Errorf("unknown resource %q: flotilla get knows clusters, bindings, clusterbindings and works", args[0])
 			}
 			cfg, err := g.controlPlaneConfig()
 			if err != nil {

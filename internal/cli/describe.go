@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,13 +33,22 @@ func newDescribeCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if namespace == "" {
-				namespace = "default"
+			bindingName := detector.BindingName(kind, name)
+			ns := namespace
+			if ns == "" {
+				ns = "default"
 			}
-			b := &workv1alpha1.ResourceBinding{}
-			key := client.ObjectKey{Namespace: namespace, Name: detector.BindingName(kind, name)}
-			if err := c.Get(cmd.Context(), key, b); err != nil {
-				return fmt.Errorf("no binding for %s in namespace %s (is a propagation policy selecting it?): %w", args[0], namespace, err)
+			var b workv1alpha1.Binding = &workv1alpha1.ResourceBinding{}
+			err = c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: bindingName}, b)
+			if apierrors.IsNotFound(err) && namespace == "" {
+				// Without -n, a cluster-scoped template (a Namespace, a ClusterRole) is found too.
+				b = &workv1alpha1.ClusterResourceBinding{}
+				if cerr := c.Get(cmd.Context(), client.ObjectKey{Name: bindingName}, b); cerr == nil {
+					err = nil
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("no binding for %s in namespace %s (is a propagation policy selecting it?): %w", args[0], ns, err)
 			}
 			return describeBinding(cmd.Context(), c, g.streams.Out, b)
 		},
@@ -47,16 +57,28 @@ func newDescribeCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-func describeBinding(_ context.Context, _ client.Client, out io.Writer, b *workv1alpha1.ResourceBinding) error {
+func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding workv1alpha1.Binding) error {
+	b := struct {
+		Spec   *workv1alpha1.ResourceBindingSpec
+		Status *workv1alpha1.ResourceBindingStatus
+	}{binding.BindingSpec(), binding.BindingStatus()}
 	r := b.Spec.Resource
-	fmt.Fprintf(out, "Template:   %s %s/%s (%s)\n", r.Kind, r.Namespace, r.Name, r.APIVersion)
-	fmt.Fprintf(out, "Binding:    %s/%s\n", b.Namespace, b.Name)
+	if r.Namespace == "" {
+		fmt.Fprintf(out, "Template:   %s %s (%s)\n", r.Kind, r.Name, r.APIVersion)
+		fmt.Fprintf(out, "Binding:    ClusterResourceBinding %s\n", binding.GetName())
+	} else {
+		fmt.Fprintf(out, "Template:   %s %s/%s (%s)\n", r.Kind, r.Namespace, r.Name, r.APIVersion)
+		fmt.Fprintf(out, "Binding:    ResourceBinding %s/%s\n", binding.GetNamespace(), binding.GetName())
+	}
 	policy := b.Spec.PolicyRef.Kind + " " + b.Spec.PolicyRef.Name
 	if b.Spec.PolicyRef.Namespace != "" {
 		policy = b.Spec.PolicyRef.Kind + " " + b.Spec.PolicyRef.Namespace + "/" + b.Spec.PolicyRef.Name
 	}
 	fmt.Fprintf(out, "Policy:     %s (deletion %s, conflicts %s)\n", policy, b.Spec.DeletionPolicy, b.Spec.ConflictResolution)
 	fmt.Fprintf(out, "Replicas:   %d\n", b.Spec.Replicas)
+	if b.Spec.Group != "" {
+		fmt.Fprintf(out, "Group:      %s (scheduled together)\n", b.Spec.Group)
+	}
 	fmt.Fprintf(out, "Health:     %s\n", orDash(string(b.Status.Health)))
 	for _, t := range []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionApplied, workv1alpha1.ConditionHealthy} {
 		if c := meta.FindStatusCondition(b.Status.Conditions, t); c != nil {

@@ -7,8 +7,9 @@
 //
 // It writes only bindings' spec (resource, policy, replicas, template hash, deletion and
 // conflict rules), never the clusters (the scheduler's) and never members. Control-plane
-// system objects are never propagated. Cluster-scoped templates are not placed yet
-// (ClusterResourceBinding is still to come); policies selecting them report it.
+// system objects are never propagated. A cluster-scoped template gets a ClusterResourceBinding
+// and only ClusterPropagationPolicies place it. With the policy's groupBy, the binding records
+// its group (KEY=VALUE of the template's label) for the scheduler.
 package detector
 
 import (
@@ -24,7 +25,6 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -128,12 +128,8 @@ func (d *Detector) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind)
 	if d.watched[gvk] {
 		return nil
 	}
-	mapping, err := d.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
+	if _, err := d.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 		return err
-	}
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		return fmt.Errorf("%s is cluster-scoped; placing cluster-scoped templates is not supported yet", gvk.Kind)
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
@@ -167,6 +163,9 @@ func (d *Detector) templatesOfPolicy(ctx context.Context, o client.Object) []Tem
 			continue
 		}
 		for _, item := range list.Items {
+			if o.GetNamespace() != "" && item.GetNamespace() == "" {
+				continue // a PropagationPolicy never places cluster-scoped templates
+			}
 			keys = append(keys, TemplateKey{GVK: gvk, NamespacedName: client.ObjectKeyFromObject(&item)})
 		}
 	}
@@ -199,6 +198,12 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("reading replicas of %s %s: %w", key.GVK.Kind, key.NamespacedName, err))
 	}
+	group := ""
+	if key := best.spec.GroupBy; key != "" {
+		if v, ok := tmpl.GetLabels()[key]; ok {
+			group = key + "=" + v
+		}
+	}
 	spec := workv1alpha1.ResourceBindingSpec{
 		Resource: workv1alpha1.ObjectReference{
 			APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(), UID: string(tmpl.GetUID()),
@@ -209,29 +214,28 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		DeletionPolicy:     string(orDefault(best.spec.DeletionPolicy, policyv1alpha1.DeletionDelete)),
 		ConflictResolution: string(orDefault(best.spec.ConflictResolution, policyv1alpha1.ConflictAbort)),
 		PropagateDeps:      best.spec.PropagateDeps,
+		Group:              group,
 	}
-	binding := &workv1alpha1.ResourceBinding{}
+	binding := workv1alpha1.NewBinding(bindingKey.Namespace, bindingKey.Name)
 	err = d.Client.Get(ctx, bindingKey, binding)
 	switch {
 	case apierrors.IsNotFound(err):
-		binding = &workv1alpha1.ResourceBinding{
-			// Created with the binding controller's finalizer: one write less per template.
-			ObjectMeta: metav1.ObjectMeta{Namespace: bindingKey.Namespace, Name: bindingKey.Name, Finalizers: []string{BindingFinalizer}, OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Name: tmpl.GetName(), UID: tmpl.GetUID(),
-			}}},
-			Spec: spec,
-		}
+		binding = workv1alpha1.NewBinding(bindingKey.Namespace, bindingKey.Name)
+		// Created with the binding controller's finalizer: one write less per template.
+		binding.SetFinalizers([]string{BindingFinalizer})
+		binding.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Name: tmpl.GetName(), UID: tmpl.GetUID()}})
+		*binding.BindingSpec() = spec
 		log.Info("Creating binding", "binding", bindingKey.String(), "policy", best.ref.Name)
 		return reconcile.Result{}, d.Client.Create(ctx, binding)
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	spec.Clusters = binding.Spec.Clusters // the scheduler's
-	if apiequality.Semantic.DeepEqual(spec, binding.Spec) {
+	spec.Clusters = binding.BindingSpec().Clusters // the scheduler's
+	if apiequality.Semantic.DeepEqual(spec, *binding.BindingSpec()) {
 		return reconcile.Result{}, nil
 	}
-	patch := client.MergeFrom(binding.DeepCopy())
-	binding.Spec = spec
+	patch := client.MergeFrom(binding.DeepCopyObject().(client.Object))
+	*binding.BindingSpec() = spec
 	return reconcile.Result{}, d.Client.Patch(ctx, binding, patch)
 }
 
@@ -243,8 +247,7 @@ func orDefault[T ~string](v, def T) T {
 }
 
 func (d *Detector) deleteBinding(ctx context.Context, key client.ObjectKey) error {
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	if err := d.Client.Delete(ctx, b); err != nil && !apierrors.IsNotFound(err) {
+	if err := d.Client.Delete(ctx, workv1alpha1.NewBinding(key.Namespace, key.Name)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil
@@ -283,8 +286,10 @@ type policyMatch struct {
 func (d *Detector) bestPolicy(ctx context.Context, tmpl *unstructured.Unstructured) (*policyMatch, error) {
 	var matches []policyMatch
 	pps := &policyv1alpha1.PropagationPolicyList{}
-	if err := d.Client.List(ctx, pps, client.InNamespace(tmpl.GetNamespace())); err != nil {
-		return nil, err
+	if tmpl.GetNamespace() != "" { // cluster-scoped templates are ClusterPropagationPolicies' only
+		if err := d.Client.List(ctx, pps, client.InNamespace(tmpl.GetNamespace())); err != nil {
+			return nil, err
+		}
 	}
 	for i := range pps.Items {
 		p := &pps.Items[i]

@@ -320,7 +320,8 @@ func (e *Executor) ensureNamespace(ctx context.Context, m clustercache.Member, n
 func ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
 	_, err := m.Clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = m.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		// Marked as Flotilla's, so a Namespace template placed later adopts it without a conflict.
+		_, err = m.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{workv1alpha1.ManagedByLabel: workv1alpha1.ManagedByValue}}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		}

@@ -34,17 +34,36 @@ import (
 
 // Controller writes each binding's clusters: filter (Ready, affinity, taints, served kind),
 // spread, then divide or duplicate the replicas. It re-schedules when clusters or policies
-// change, and writes only spec.clusters and the Scheduled condition.
+// change, and writes only spec.clusters and the Scheduled condition. Bindings of one group
+// follow the group's lead: the member with the most replicas is scheduled as usual (on clusters
+// that serve every kind of the group) and the others take its clusters and its division.
 type Controller struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 }
 
+// groupIndex indexes bindings by spec.group.
+const groupIndex = "spec.group"
+
 // SetupWithManager registers the controller.
-func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	for _, obj := range []client.Object{&workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, groupIndex, func(o client.Object) []string {
+			if g := o.(workv1alpha1.Binding).BindingSpec().Group; g != "" {
+				return []string{g}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	all := handler.EnqueueRequestsFromMapFunc(c.allBindings)
+	group := handler.EnqueueRequestsFromMapFunc(c.groupOf)
 	return ctrl.NewControllerManagedBy(mgr).Named("scheduler").
 		For(&workv1alpha1.ResourceBinding{}).
+		Watches(&workv1alpha1.ResourceBinding{}, group).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, group).
 		Watches(&clusterv1alpha1.Cluster{}, all, builder.WithPredicates(schedulingInputsChanged)).
 		Watches(&policyv1alpha1.PropagationPolicy{}, all).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, all).
@@ -67,27 +86,93 @@ var schedulingInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEve
 }}
 
 func (c *Controller) allBindings(ctx context.Context, _ client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
 	list := &workv1alpha1.ResourceBindingList{}
-	if err := c.Client.List(ctx, list); err != nil {
-		return nil
+	if err := c.Client.List(ctx, list); err == nil {
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i, b := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)}
+	clusterList := &workv1alpha1.ClusterResourceBindingList{}
+	if err := c.Client.List(ctx, clusterList); err == nil {
+		for i := range clusterList.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&clusterList.Items[i])})
+		}
 	}
 	return reqs
 }
 
+// groupOf re-schedules a binding's whole group when one of them changes: the lead may change.
+func (c *Controller) groupOf(ctx context.Context, o client.Object) []reconcile.Request {
+	b, ok := o.(workv1alpha1.Binding)
+	if !ok || b.BindingSpec().Group == "" {
+		return nil
+	}
+	members, err := c.group(ctx, b)
+	if err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, m := range members {
+		if m.GetName() != b.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+		}
+	}
+	return reqs
+}
+
+// group lists the live bindings of b's group and policy, b included, lead first: the most
+// replicas, then by kind and name.
+func (c *Controller) group(ctx context.Context, b workv1alpha1.Binding) ([]workv1alpha1.Binding, error) {
+	var members []workv1alpha1.Binding
+	spec := b.BindingSpec()
+	if b.GetNamespace() == "" {
+		list := &workv1alpha1.ClusterResourceBindingList{}
+		if err := c.Client.List(ctx, list, client.MatchingFields{groupIndex: spec.Group}); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			members = append(members, &list.Items[i])
+		}
+	} else {
+		list := &workv1alpha1.ResourceBindingList{}
+		if err := c.Client.List(ctx, list, client.InNamespace(b.GetNamespace()), client.MatchingFields{groupIndex: spec.Group}); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			members = append(members, &list.Items[i])
+		}
+	}
+	kept := members[:0]
+	for _, m := range members {
+		if m.GetDeletionTimestamp().IsZero() && m.BindingSpec().PolicyRef == spec.PolicyRef {
+			kept = append(kept, m)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool {
+		a, b := kept[i].BindingSpec(), kept[j].BindingSpec()
+		if a.Replicas != b.Replicas {
+			return a.Replicas > b.Replicas
+		}
+		if a.Resource.Kind != b.Resource.Kind {
+			return a.Resource.Kind < b.Resource.Kind
+		}
+		return a.Resource.Name < b.Resource.Name
+	})
+	return kept, nil
+}
+
 // Reconcile schedules one binding.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	b := &workv1alpha1.ResourceBinding{}
+	b := workv1alpha1.NewBinding(req.Namespace, req.Name)
 	if err := c.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !b.DeletionTimestamp.IsZero() {
+	if !b.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
-	spec, err := c.policySpec(ctx, b.Spec.PolicyRef)
+	bs := b.BindingSpec()
+	spec, err := c.policySpec(ctx, bs.PolicyRef)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil // the detector removes bindings whose policy is gone
@@ -98,16 +183,22 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := c.Client.List(ctx, clusters); err != nil {
 		return ctrl.Result{}, err
 	}
-	result, reason, err := c.schedule(ctx, b, spec, clusters.Items)
-	before := b.DeepCopy()
-	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: b.Generation}
+	var result []workv1alpha1.TargetCluster
+	var reason string
+	if bs.Group == "" {
+		result, reason, err = c.schedule(ctx, b, []schema.GroupVersionKind{gvkOf(bs)}, spec, clusters.Items)
+	} else {
+		result, reason, err = c.scheduleInGroup(ctx, b, spec, clusters.Items)
+	}
+	before := b.DeepCopyObject().(workv1alpha1.Binding)
+	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: b.GetGeneration()}
 	if err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Unschedulable", err.Error()
 	} else {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Scheduled", reason
-		if !apiequality.Semantic.DeepEqual(result, b.Spec.Clusters) && !(len(result) == 0 && len(b.Spec.Clusters) == 0) {
-			patch := client.MergeFrom(b.DeepCopy())
-			b.Spec.Clusters = result
+		if !apiequality.Semantic.DeepEqual(result, bs.Clusters) && !(len(result) == 0 && len(bs.Clusters) == 0) {
+			patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
+			bs.Clusters = result
 			if err := c.Client.Patch(ctx, b, patch); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -116,18 +207,77 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
-	old := meta.FindStatusCondition(before.Status.Conditions, workv1alpha1.ConditionScheduled)
+	old := meta.FindStatusCondition(before.BindingStatus().Conditions, workv1alpha1.ConditionScheduled)
 	if old == nil || old.Status != cond.Status || old.Message != cond.Message {
 		if err != nil && c.Recorder != nil {
 			c.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "Unschedulable", "Schedule", "%s", err.Error())
 		}
-		statusPatch := client.MergeFrom(b.DeepCopy())
-		meta.SetStatusCondition(&b.Status.Conditions, cond)
+		statusPatch := client.MergeFrom(b.DeepCopyObject().(client.Object))
+		meta.SetStatusCondition(&b.BindingStatus().Conditions, cond)
 		if perr := c.Client.Status().Patch(ctx, b, statusPatch); perr != nil {
 			return ctrl.Result{}, perr
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+func gvkOf(bs *workv1alpha1.ResourceBindingSpec) schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
+}
+
+// scheduleInGroup schedules the group's lead and derives b's clusters from the lead's: the
+// same clusters, and for Divided replicas the same proportions.
+func (c *Controller) scheduleInGroup(ctx context.Context, b workv1alpha1.Binding, spec *policyv1alpha1.PropagationSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, string, error) {
+	members, err := c.group(ctx, b)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(members) == 0 {
+		members = []workv1alpha1.Binding{b}
+	}
+	lead := members[0]
+	var kinds []schema.GroupVersionKind
+	for _, m := range members {
+		kinds = append(kinds, gvkOf(m.BindingSpec()))
+	}
+	leadClusters, reason, err := c.schedule(ctx, lead, kinds, spec, clusters)
+	if err != nil {
+		return nil, "", fmt.Errorf("group %s: %w", b.BindingSpec().Group, err)
+	}
+	leadSpec := lead.BindingSpec()
+	reason = fmt.Sprintf("group %s led by %s %s: %s", b.BindingSpec().Group, leadSpec.Resource.Kind, leadSpec.Resource.Name, reason)
+	if lead.GetName() == b.GetName() {
+		return leadClusters, reason, nil
+	}
+	bs := b.BindingSpec()
+	_, hasReplicas, _ := interpretReplicas(gvkOf(bs))
+	rs := spec.Placement.ReplicaScheduling
+	divided := hasReplicas && rs != nil && rs.Type == policyv1alpha1.ReplicaSchedulingDivided && leadSpec.Replicas > 0
+	out := make([]workv1alpha1.TargetCluster, 0, len(leadClusters))
+	if !divided {
+		for _, t := range leadClusters {
+			out = append(out, workv1alpha1.TargetCluster{Name: t.Name, Replicas: bs.Replicas})
+		}
+		return out, reason, nil
+	}
+	targets := make([]Target, len(leadClusters))
+	for i, t := range leadClusters {
+		targets[i] = Target{Name: t.Name, Weight: int64(t.Replicas), Available: -1}
+	}
+	current := Assignment{}
+	for _, t := range bs.Clusters {
+		current[t.Name] = t.Replicas
+	}
+	assignment, err := DivideByWeight(bs.Replicas, targets, current)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, t := range leadClusters {
+		if n, ok := assignment[t.Name]; ok || bs.Replicas == 0 {
+			out = append(out, workv1alpha1.TargetCluster{Name: t.Name, Replicas: n})
+		}
+	}
+	return out, reason, nil
 }
 
 func (c *Controller) policySpec(ctx context.Context, ref workv1alpha1.PolicyReference) (*policyv1alpha1.PropagationSpec, error) {
@@ -145,9 +295,11 @@ func (c *Controller) policySpec(ctx context.Context, ref workv1alpha1.PolicyRefe
 	return &p.Spec, nil
 }
 
-// schedule returns the target clusters sorted by name and a human reason.
-func (c *Controller) schedule(ctx context.Context, b *workv1alpha1.ResourceBinding, spec *policyv1alpha1.PropagationSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, string, error) {
-	gvk := schema.FromAPIVersionAndKind(b.Spec.Resource.APIVersion, b.Spec.Resource.Kind)
+// schedule returns the target clusters sorted by name and a human reason. Clusters must serve
+// every one of kinds (the binding's own, or its group's).
+func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds []schema.GroupVersionKind, spec *policyv1alpha1.PropagationSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, string, error) {
+	bs := b.BindingSpec()
+	gvk := gvkOf(bs)
 	var usable []clusterv1alpha1.Cluster
 	var notReady, tainted, notServing int
 	for _, cl := range clusters {
@@ -156,7 +308,7 @@ func (c *Controller) schedule(ctx context.Context, b *workv1alpha1.ResourceBindi
 			notReady++
 		case !tolerates(spec.Placement.ClusterTolerations, cl.Spec.Taints):
 			tainted++
-		case !serves(&cl, gvk):
+		case !servesAll(&cl, kinds):
 			notServing++
 		default:
 			usable = append(usable, cl)
@@ -193,7 +345,7 @@ func (c *Controller) schedule(ctx context.Context, b *workv1alpha1.ResourceBindi
 	}
 
 	current := Assignment{}
-	for _, t := range b.Spec.Clusters {
+	for _, t := range bs.Clusters {
 		current[t.Name] = t.Replicas
 	}
 	_, hasReplicas, _ := interpretReplicas(gvk)
@@ -203,23 +355,23 @@ func (c *Controller) schedule(ctx context.Context, b *workv1alpha1.ResourceBindi
 	case !hasReplicas || rs == nil || rs.Type == policyv1alpha1.ReplicaSchedulingDuplicated:
 		assignment = Assignment{}
 		for _, cl := range candidates {
-			assignment[cl.Name] = b.Spec.Replicas
+			assignment[cl.Name] = bs.Replicas
 		}
 	case rs.DivisionPreference == policyv1alpha1.DivisionWeighted && rs.WeightPreference != nil && len(rs.WeightPreference.StaticWeightList) > 0:
 		targets := make([]Target, len(candidates))
 		for i, cl := range candidates {
 			targets[i] = Target{Name: cl.Name, Weight: staticWeight(rs.WeightPreference.StaticWeightList, &cl), Available: -1}
 		}
-		assignment, err = DivideByWeight(b.Spec.Replicas, targets, current)
+		assignment, err = DivideByWeight(bs.Replicas, targets, current)
 	default: // capacity-based: Weighted by AvailableReplicas, or Aggregated
-		targets, terr := c.capacityTargets(ctx, b, candidates, current)
+		targets, terr := c.capacityTargets(ctx, bs, candidates, current)
 		if terr != nil {
 			return nil, "", terr
 		}
 		if rs.DivisionPreference == policyv1alpha1.DivisionAggregated {
-			assignment, err = Aggregate(b.Spec.Replicas, targets, current)
+			assignment, err = Aggregate(bs.Replicas, targets, current)
 		} else {
-			assignment, err = DivideByCapacity(b.Spec.Replicas, targets, current)
+			assignment, err = DivideByCapacity(bs.Replicas, targets, current)
 		}
 	}
 	if err != nil {
@@ -229,7 +381,7 @@ func (c *Controller) schedule(ctx context.Context, b *workv1alpha1.ResourceBindi
 	var parts []string
 	for _, cl := range candidates {
 		n, ok := assignment[cl.Name]
-		if !ok && hasReplicas && b.Spec.Replicas > 0 {
+		if !ok && hasReplicas && bs.Replicas > 0 {
 			continue
 		}
 		out = append(out, workv1alpha1.TargetCluster{Name: cl.Name, Replicas: n})
@@ -251,11 +403,11 @@ func interpretReplicas(gvk schema.GroupVersionKind) (int32, bool, error) {
 
 // capacityTargets weighs clusters by how many more pods of the template fit, counting the
 // replicas a cluster holds now as fitting.
-func (c *Controller) capacityTargets(ctx context.Context, b *workv1alpha1.ResourceBinding, candidates []clusterv1alpha1.Cluster, current Assignment) ([]Target, error) {
+func (c *Controller) capacityTargets(ctx context.Context, bs *workv1alpha1.ResourceBindingSpec, candidates []clusterv1alpha1.Cluster, current Assignment) ([]Target, error) {
 	tmpl := &unstructured.Unstructured{}
-	tmpl.SetAPIVersion(b.Spec.Resource.APIVersion)
-	tmpl.SetKind(b.Spec.Resource.Kind)
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: b.Spec.Resource.Namespace, Name: b.Spec.Resource.Name}, tmpl); err != nil {
+	tmpl.SetAPIVersion(bs.Resource.APIVersion)
+	tmpl.SetKind(bs.Resource.Kind)
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
 		return nil, err
 	}
 	podTemplate := &corev1.PodTemplateSpec{}
@@ -278,6 +430,15 @@ func (c *Controller) capacityTargets(ctx context.Context, b *workv1alpha1.Resour
 
 func isReady(cl *clusterv1alpha1.Cluster) bool {
 	return meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
+}
+
+func servesAll(cl *clusterv1alpha1.Cluster, kinds []schema.GroupVersionKind) bool {
+	for _, k := range kinds {
+		if !serves(cl, k) {
+			return false
+		}
+	}
+	return true
 }
 
 func serves(cl *clusterv1alpha1.Cluster, gvk schema.GroupVersionKind) bool {

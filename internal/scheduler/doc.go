@@ -15,12 +15,18 @@
 // assignments this one moves the fewest replicas from the current one: giving the extra
 // replica to a target that already holds more than its floor saves one move, giving it to any
 // other target costs one. Scaling 10 to 12 over 1:1 adds one per cluster; adding a third
-// equal cluster to 5/5 yields 4/3/3, taking two from one and one... three moves, the minimum.
+// equal cluster to 5/5 yields 4/3/3: three replicas move, the minimum.
 //
 // Capacity-based division uses each target's available replicas as its weight and then caps
 // every target at what fits, handing overflow to targets with room by the same rule.
 // Aggregated division fills the fewest clusters: those already holding replicas first, then
 // the roomiest, each up to what fits.
+//
+// Groups (the policy's groupBy): the bindings of one group and policy are scheduled around a
+// lead, the one with the most replicas (then by kind and name). The lead is scheduled as above
+// on clusters that serve every kind of the group; the others take the lead's clusters, and when
+// replicas are Divided, divide their own replicas with the lead's per-cluster counts as weights.
+// A change to any member re-schedules the whole group.
 //
 // The scheduler must not render or apply anything: it only chooses.
 package scheduler

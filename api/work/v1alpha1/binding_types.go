@@ -131,6 +131,12 @@ type ResourceBindingSpec struct {
 	// +optional
 	PropagateDeps bool `json:"propagateDeps,omitempty"`
 
+	// group is "KEY=VALUE" when the policy groups templates by a label (groupBy): bindings
+	// with the same group are scheduled to the same clusters with the same division.
+	// +optional
+	// +kubebuilder:validation:MaxLength=380
+	Group string `json:"group,omitempty"`
+
 	// clusters is the scheduling result.
 	// +optional
 	// +listType=map
@@ -213,6 +219,68 @@ type ResourceBindingList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ResourceBinding `json:"items"`
+}
+
+// ClusterResourceBinding places one cluster-scoped template (a Namespace, a ClusterRole, a
+// cluster-scoped custom resource); it is a ResourceBinding without a namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=crb,categories=flotilla
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resource.kind`
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health`
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.policyRef.name`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterResourceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the template, its policy and the scheduling result.
+	// +required
+	Spec ResourceBindingSpec `json:"spec"`
+
+	// status is gathered from the members.
+	// +optional
+	Status ResourceBindingStatus `json:"status,omitempty"`
+}
+
+// ClusterResourceBindingList is a list of ClusterResourceBindings.
+// +kubebuilder:object:root=true
+type ClusterResourceBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterResourceBinding `json:"items"`
+}
+
+// Binding is what the controllers need of either binding kind.
+// +kubebuilder:object:generate=false
+type Binding interface {
+	metav1.Object
+	runtime.Object
+	BindingSpec() *ResourceBindingSpec
+	BindingStatus() *ResourceBindingStatus
+}
+
+// BindingSpec returns the spec.
+func (b *ResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.Spec }
+
+// BindingStatus returns the status.
+func (b *ResourceBinding) BindingStatus() *ResourceBindingStatus { return &b.Status }
+
+// BindingSpec returns the spec.
+func (b *ClusterResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.Spec }
+
+// BindingStatus returns the status.
+func (b *ClusterResourceBinding) BindingStatus() *ResourceBindingStatus { return &b.Status }
+
+// NewBinding returns an empty binding of the kind that lives in namespace: a
+// ClusterResourceBinding when it is empty.
+func NewBinding(namespace, name string) Binding {
+	if namespace == "" {
+		return &ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	return &ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 }
 
 // Manifest is one whole Kubernetes object.

@@ -1,4 +1,4 @@
-// Package v1alpha1 holds the work.flotilla.dev API: ResourceBinding, the scheduling result and
+// Package v1alpha1 holds the work.flotilla.dev API: ResourceBinding and ClusterResourceBinding, the scheduling result and
 // aggregated status of one template, and Work, the rendered manifests of one binding for one
 // member cluster. Both are written by Flotilla and readable by users. It depends only on
 // k8s.io/apimachinery and k8s.io/api.
@@ -23,7 +23,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &ResourceBinding{}, &ResourceBindingList{}, &Work{}, &WorkList{})
+	scheme.AddKnownTypes(GroupVersion, &ResourceBinding{}, &ResourceBindingList{}, &ClusterResourceBinding{}, &ClusterResourceBindingList{}, &Work{}, &WorkList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }
