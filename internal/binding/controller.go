@@ -83,7 +83,7 @@ func enqueueBindingAfter(delay time.Duration) handler.EventHandler {
 // Controller reconciles bindings into Works and statuses.
 type Controller struct {
 	Client client.Client
-	// Reader reads dependencies uncached: the manager caches Secrets of flotilla-system only.
+	// Reader reads dependencies uncached: no informer for kinds only ever read as dependencies.
 	Reader client.Reader
 }
 

@@ -69,15 +69,30 @@ func TestDeploymentAggregateStatus(t *testing.T) {
 
 func TestJobAggregate(t *testing.T) {
 	in := For(schema.GroupKind{Group: "batch", Kind: "Job"})
-	done := map[string]any{"succeeded": int64(1), "conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
-	running := map[string]any{"active": int64(1)}
-	got := in.AggregateStatus(nil, []MemberStatus{{Status: done}, {Status: running}})
-	if got["succeeded"] != int64(1) || got["active"] != int64(1) || got["conditions"] != nil {
+	done := func(start, end string) map[string]any {
+		return map[string]any{"succeeded": int64(1), "startTime": start, "completionTime": end,
+			"conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
+	}
+	running := map[string]any{"active": int64(1), "startTime": "2026-11-22T10:00:05Z"}
+	got := in.AggregateStatus(nil, []MemberStatus{{Status: done("2026-11-22T10:00:00Z", "2026-11-22T10:01:00Z")}, {Status: running}})
+	if got["succeeded"] != int64(1) || got["active"] != int64(1) || got["conditions"] != nil || got["startTime"] != "2026-11-22T10:00:00Z" {
 		t.Errorf("partly done: %v", got)
 	}
-	got = in.AggregateStatus(nil, []MemberStatus{{Status: done}, {Status: done}})
-	if conds, _ := got["conditions"].([]any); len(conds) != 1 {
-		t.Errorf("complete everywhere must say Complete: %v", got)
+	got = in.AggregateStatus(nil, []MemberStatus{{Status: done("2026-11-22T10:00:05Z", "2026-11-22T10:01:00Z")}, {Status: done("2026-11-22T10:00:00Z", "2026-11-22T10:02:00Z")}})
+	conds, _ := got["conditions"].([]any)
+	if len(conds) != 2 || conds[0].(map[string]any)["type"] != "SuccessCriteriaMet" || conds[1].(map[string]any)["type"] != "Complete" {
+		t.Errorf("complete everywhere must say SuccessCriteriaMet and Complete, as Job validation requires: %v", got)
+	}
+	if got["startTime"] != "2026-11-22T10:00:00Z" || got["completionTime"] != "2026-11-22T10:02:00Z" || got["active"] != int64(0) {
+		t.Errorf("times span the members and a finished Job has no active pods: %v", got)
+	}
+	// Set times never change and counters never go down, whatever the members say later.
+	tmpl := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+		"startTime": "2026-11-22T09:59:00Z", "completionTime": "2026-11-22T10:03:00Z", "succeeded": int64(5),
+	}}}
+	got = in.AggregateStatus(tmpl, []MemberStatus{{Status: done("2026-11-22T10:00:05Z", "2026-11-22T10:01:00Z")}})
+	if got["startTime"] != "2026-11-22T09:59:00Z" || got["completionTime"] != "2026-11-22T10:03:00Z" || got["succeeded"] != int64(5) {
+		t.Errorf("immutable times and monotonic counters: %v", got)
 	}
 }
 

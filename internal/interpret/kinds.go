@@ -21,9 +21,14 @@ func (job) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
 	return out
 }
 
-func (job) AggregateStatus(_ *unstructured.Unstructured, members []MemberStatus) map[string]any {
+// AggregateStatus writes a status the control plane's Job validation accepts: a finished Job
+// carries SuccessCriteriaMet (or FailureTarget) beside Complete (or Failed), no active pods, a
+// start time, and a completion time once complete; start and completion times never change
+// once set, and the counters never decrease.
+func (job) AggregateStatus(tmpl *unstructured.Unstructured, members []MemberStatus) map[string]any {
 	var active, succeeded, failed int64
 	complete, anyFailed := len(members) > 0, false
+	startTime, completionTime := "", ""
 	for _, m := range members {
 		active += toInt64(m.Status["active"])
 		succeeded += toInt64(m.Status["succeeded"])
@@ -34,14 +39,47 @@ func (job) AggregateStatus(_ *unstructured.Unstructured, members []MemberStatus)
 		if hasCondition(m.Status, "Failed") {
 			anyFailed = true
 		}
+		if s, _ := m.Status["startTime"].(string); s != "" && (startTime == "" || s < startTime) {
+			startTime = s
+		}
+		if c, _ := m.Status["completionTime"].(string); c > completionTime {
+			completionTime = c
+		}
 	}
+	var current map[string]any
+	if tmpl != nil {
+		current, _, _ = unstructured.NestedMap(tmpl.Object, "status")
+	}
+	succeeded = max(succeeded, toInt64(current["succeeded"]))
+	failed = max(failed, toInt64(current["failed"]))
 	out := map[string]any{"active": active, "succeeded": succeeded, "failed": failed}
-	var conds []any
-	if complete {
-		conds = append(conds, map[string]any{"type": "Complete", "status": "True", "reason": "CompletedInEveryCluster", "message": "the Job completed in every cluster"})
+	if s, _ := current["startTime"].(string); s != "" {
+		startTime = s
 	}
-	if anyFailed {
-		conds = append(conds, map[string]any{"type": "Failed", "status": "True", "reason": "FailedInACluster", "message": "the Job failed in at least one cluster"})
+	if startTime != "" {
+		out["startTime"] = startTime
+	}
+	now := completionTime
+	if now == "" {
+		now = startTime
+	}
+	condition := func(kind, reason, message string) map[string]any {
+		return map[string]any{"type": kind, "status": "True", "reason": reason, "message": message, "lastProbeTime": now, "lastTransitionTime": now}
+	}
+	var conds []any
+	switch {
+	case anyFailed && startTime != "":
+		out["active"] = int64(0)
+		conds = append(conds, condition("FailureTarget", "FailedInACluster", "the Job failed in at least one cluster"),
+			condition("Failed", "FailedInACluster", "the Job failed in at least one cluster"))
+	case complete && startTime != "" && completionTime != "":
+		out["active"] = int64(0)
+		if c, _ := current["completionTime"].(string); c != "" {
+			completionTime = c
+		}
+		out["completionTime"] = completionTime
+		conds = append(conds, condition("SuccessCriteriaMet", "CompletedInEveryCluster", "the Job completed in every cluster"),
+			condition("Complete", "CompletedInEveryCluster", "the Job completed in every cluster"))
 	}
 	if conds != nil {
 		out["conditions"] = conds

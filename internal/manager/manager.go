@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -76,8 +77,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		// Templates of any kind are read as unstructured objects; cache them like typed ones.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only Flotilla's own Secrets (member credentials) are cached, not every Secret.
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{kube.SystemNamespace: {}}},
+			// Secrets are templates too; service-account tokens never are, so they stay out of memory.
+			&corev1.Secret{}: {Field: fields.OneTermNotEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
 		}},
 	})
 	if err != nil {
