@@ -352,6 +352,11 @@ type PropagationSpec struct {
 	// name that Flotilla does not manage: Abort (the default) or Overwrite.
 	// +optional
 	ConflictResolution ConflictResolution `json:"conflictResolution,omitempty"`
+
+	// rollout releases every change of a selected template's workload spec in waves. Without
+	// it, a change reaches every cluster at once.
+	// +optional
+	Rollout *RolloutStrategy `json:"rollout,omitempty"`
 }
 
 // PropagationPolicyStatus is what Flotilla observes of a policy.

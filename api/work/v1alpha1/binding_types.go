@@ -137,6 +137,12 @@ type ResourceBindingSpec struct {
 	// +kubebuilder:validation:MaxLength=380
 	Group string `json:"group,omitempty"`
 
+	// revisions say which revision of the template each cluster renders; written by the
+	// release controller when the policy has a rollout. Unset: every cluster renders the
+	// template as it is now.
+	// +optional
+	Revisions *Revisions `json:"revisions,omitempty"`
+
 	// clusters is the scheduling result.
 	// +optional
 	// +listType=map
@@ -157,6 +163,10 @@ type ClusterStatus struct {
 	// health of the object in the member.
 	// +optional
 	Health Health `json:"health,omitempty"`
+	// revision of the template applied in the member, when revisions are tracked; health and
+	// status are of this revision.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
 	// message says why it is not applied or not healthy.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -219,6 +229,49 @@ type ResourceBindingList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ResourceBinding `json:"items"`
+}
+
+// Revisions pin clusters to template revisions.
+type Revisions struct {
+	// latest is the newest recorded revision: the template as it is now.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Latest int64 `json:"latest"`
+
+	// stable is the revision every cluster without a pin renders.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Stable int64 `json:"stable"`
+
+	// pins are the clusters a release moved to another revision.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=1000
+	Pins []RevisionPin `json:"pins,omitempty"`
+}
+
+// RevisionPin makes one cluster render one revision.
+type RevisionPin struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+}
+
+// RevisionFor is the revision a cluster renders, 0 when revisions are not tracked.
+func (r *Revisions) RevisionFor(cluster string) int64 {
+	if r == nil {
+		return 0
+	}
+	for _, p := range r.Pins {
+		if p.Cluster == cluster {
+			return p.Revision
+		}
+	}
+	return r.Stable
 }
 
 // ClusterResourceBinding places one cluster-scoped template (a Namespace, a ClusterRole, a

@@ -1,0 +1,139 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RolloutStrategy says how a change to a template travels over its clusters: wave by wave,
+// each wave gated, with automatic rollback when a wave goes bad.
+// +kubebuilder:validation:XValidation:rule="self.waves.filter(w, has(w.percentage)).map(w, w.percentage).sum() <= 100",message="rollout.waves: the percentages add up to more than 100; make them sum to 100 at most (10, 20, 70)"
+// +kubebuilder:validation:XValidation:rule="self.waves.all(w, self.waves.exists_one(o, o.name == w.name))",message="rollout.waves: wave names must be unique"
+type RolloutStrategy struct {
+	// waves are released one after another, in order. Clusters no wave selects form an implicit
+	// last wave named "rest".
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Waves []Wave `json:"waves"`
+
+	// autoRollback returns the clusters a release updated to the stable revision when a wave's
+	// health or analysis fails. Default true.
+	// +optional
+	AutoRollback *bool `json:"autoRollback,omitempty"`
+
+	// progressDeadline is how long a wave may take to become healthy before it counts as
+	// failed. Default 10m.
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// backgroundAnalysis runs over the whole release; its failure fails the release.
+	// +optional
+	BackgroundAnalysis *AnalysisGate `json:"backgroundAnalysis,omitempty"`
+
+	// revisionHistoryLimit is how many old revisions are kept for undo. Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+}
+
+// Wave is a set of clusters released together.
+// +kubebuilder:validation:XValidation:rule="[has(self.clusterSelector), has(self.clusterNames), has(self.percentage)].filter(x, x).size() == 1",message="a wave selects its clusters in exactly one way: clusterSelector, clusterNames or percentage"
+type Wave struct {
+	// name of the wave, shown in the release.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// clusterSelector selects the wave's clusters by label among those the template is placed on.
+	// +optional
+	ClusterSelector *LabelSelector `json:"clusterSelector,omitempty"`
+
+	// clusterNames lists the wave's clusters.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=63
+	ClusterNames []string `json:"clusterNames,omitempty"`
+
+	// percentage of the placed clusters (by name order, rounded up) that this wave adds.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Percentage *int32 `json:"percentage,omitempty"`
+
+	// maxUnavailable is how many of the wave's clusters are updated at once. Default: all.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
+
+	// gates must pass, after every cluster of the wave runs the new revision healthy, before
+	// the next wave starts.
+	// +optional
+	Gates Gates `json:"gates,omitempty"`
+}
+
+// Gates hold a wave until they pass. Health is always a gate.
+type Gates struct {
+	// bakeTime is how long the wave must stay healthy.
+	// +optional
+	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
+
+	// manualApproval waits for `flotilla release promote`.
+	// +optional
+	ManualApproval bool `json:"manualApproval,omitempty"`
+
+	// analysis must succeed.
+	// +optional
+	Analysis *AnalysisGate `json:"analysis,omitempty"`
+}
+
+// AnalysisGate runs analysis templates with arguments.
+type AnalysisGate struct {
+	// templates to run, together; all must succeed.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Templates []AnalysisTemplateRef `json:"templates"`
+
+	// args given to the templates, beside the release's own (namespace, name, revision,
+	// wave, clusters).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Args []AnalysisArg `json:"args,omitempty"`
+}
+
+// AnalysisTemplateRef names an AnalysisTemplate of the template's namespace or a
+// ClusterAnalysisTemplate.
+type AnalysisTemplateRef struct {
+	// templateName is the name of the template.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	TemplateName string `json:"templateName"`
+
+	// clusterScope names a ClusterAnalysisTemplate instead.
+	// +optional
+	ClusterScope bool `json:"clusterScope,omitempty"`
+}
+
+// AnalysisArg is a named value.
+type AnalysisArg struct {
+	// name of the argument.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// value of the argument.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Value string `json:"value,omitempty"`
+}

@@ -1,0 +1,247 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+)
+
+// ReleasePhase is where a release stands.
+// +kubebuilder:validation:Enum=Progressing;Paused;Succeeded;Aborted;RolledBack;Superseded
+type ReleasePhase string
+
+// Release phases.
+const (
+	ReleaseProgressing ReleasePhase = "Progressing"
+	ReleasePaused      ReleasePhase = "Paused"
+	ReleaseSucceeded   ReleasePhase = "Succeeded"
+	// ReleaseAborted: stopped by `flotilla release abort`; updated clusters went back to stable.
+	ReleaseAborted ReleasePhase = "Aborted"
+	// ReleaseRolledBack: a wave's health or analysis failed and automatic rollback returned the
+	// updated clusters to stable.
+	ReleaseRolledBack ReleasePhase = "RolledBack"
+	// ReleaseSuperseded: a newer revision's release took over.
+	ReleaseSuperseded ReleasePhase = "Superseded"
+)
+
+// WavePhase is where a wave stands.
+// +kubebuilder:validation:Enum=Pending;Updating;Baking;WaitingForApproval;Analyzing;Succeeded;Failed;RolledBack
+type WavePhase string
+
+// Wave phases.
+const (
+	WavePending            WavePhase = "Pending"
+	WaveUpdating           WavePhase = "Updating"
+	WaveBaking             WavePhase = "Baking"
+	WaveWaitingForApproval WavePhase = "WaitingForApproval"
+	WaveAnalyzing          WavePhase = "Analyzing"
+	WaveSucceeded          WavePhase = "Succeeded"
+	WaveFailed             WavePhase = "Failed"
+	WaveRolledBack         WavePhase = "RolledBack"
+)
+
+// ClusterPhase is where one cluster of a wave stands.
+// +kubebuilder:validation:Enum=Pending;Updating;Healthy;Degraded;RolledBack
+type ClusterPhase string
+
+// Cluster phases.
+const (
+	ClusterPending    ClusterPhase = "Pending"
+	ClusterUpdating   ClusterPhase = "Updating"
+	ClusterHealthy    ClusterPhase = "Healthy"
+	ClusterDegraded   ClusterPhase = "Degraded"
+	ClusterRolledBack ClusterPhase = "RolledBack"
+)
+
+// BindingReference names the binding a release moves.
+type BindingReference struct {
+	// kind is ResourceBinding or ClusterResourceBinding.
+	// +required
+	// +kubebuilder:validation:Enum=ResourceBinding;ClusterResourceBinding
+	Kind string `json:"kind"`
+
+	// name of the binding; a ResourceBinding is in the release's namespace.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ReleaseSpec is a revision change and how to travel; the controls are written by
+// `flotilla release`.
+type ReleaseSpec struct {
+	// binding whose revision pins this release moves.
+	// +required
+	Binding BindingReference `json:"binding"`
+
+	// resource is the template, for people and tools.
+	// +required
+	Resource ResourceReference `json:"resource"`
+
+	// revision is the revision being released.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+
+	// stableRevision is the revision the clusters run before, and return to on rollback.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	StableRevision int64 `json:"stableRevision"`
+
+	// strategy is the policy's rollout section when the release started.
+	// +required
+	Strategy policyv1alpha1.RolloutStrategy `json:"strategy"`
+
+	// paused holds the release where it is.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// abort returns every cluster the release updated to the stable revision.
+	// +optional
+	Abort bool `json:"abort,omitempty"`
+
+	// promotedWave approves the gates (manual approval, bake time, analysis) of waves up to and
+	// including this index.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	PromotedWave *int32 `json:"promotedWave,omitempty"`
+
+	// promoteFull releases every remaining wave at once, skipping gates.
+	// +optional
+	PromoteFull bool `json:"promoteFull,omitempty"`
+
+	// retry, when raised above status.observedRetry, restarts an aborted or rolled-back release
+	// from the wave that failed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Retry int32 `json:"retry,omitempty"`
+}
+
+// ResourceReference names a template.
+type ResourceReference struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=316
+	APIVersion string `json:"apiVersion"`
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ClusterRelease is one cluster of a wave.
+type ClusterRelease struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// +required
+	Phase ClusterPhase `json:"phase"`
+	// message says what the cluster waits for or why it failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// WaveStatus is one wave of the release.
+type WaveStatus struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// +required
+	Phase WavePhase `json:"phase"`
+	// clusters of the wave, resolved when the wave starts.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []ClusterRelease `json:"clusters,omitempty"`
+	// startedAt is when the wave's first cluster was updated.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// healthyAt is when every cluster of the wave first ran the revision healthy.
+	// +optional
+	HealthyAt *metav1.Time `json:"healthyAt,omitempty"`
+	// completedAt is when the wave's gates passed.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// analysisRun is the name of the wave's AnalysisRun.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	AnalysisRun string `json:"analysisRun,omitempty"`
+	// message says what the wave waits for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// ReleaseStatus is the release's progress.
+type ReleaseStatus struct {
+	// +optional
+	Phase ReleasePhase `json:"phase,omitempty"`
+	// currentWave is the index of the wave in progress.
+	// +optional
+	CurrentWave int32 `json:"currentWave,omitempty"`
+	// waves, in order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=17
+	Waves []WaveStatus `json:"waves,omitempty"`
+	// updatedClusters are the clusters this release moved to its revision: exactly those go
+	// back on abort or rollback.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	UpdatedClusters []string `json:"updatedClusters,omitempty"`
+	// backgroundAnalysisRun is the release-wide AnalysisRun.
+	// +optional
+	BackgroundAnalysisRun string `json:"backgroundAnalysisRun,omitempty"`
+	// message says why the release is where it is.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Message string `json:"message,omitempty"`
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// observedRetry is the spec.retry last acted on.
+	// +optional
+	ObservedRetry int32 `json:"observedRetry,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Release moves one template from its stable revision to a new one, wave by wave.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rel,categories=flotilla
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resource.kind`
+// +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.resource.name`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Wave",type=integer,JSONPath=`.status.currentWave`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Release struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ReleaseSpec `json:"spec"`
+	// +optional
+	Status ReleaseStatus `json:"status,omitempty"`
+}
+
+// ReleaseList is a list of Releases.
+// +kubebuilder:object:root=true
+type ReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Release `json:"items"`
+}
