@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +49,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/match"
+	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
@@ -57,6 +60,9 @@ const Finalizer = detector.BindingFinalizer
 // into one reconcile, so the binding and template statuses are written once for them.
 const statusSettle = time.Second
 
+// releasedStatusSettle is the window for bindings released in waves.
+const releasedStatusSettle = 100 * time.Millisecond
+
 // enqueueBindingAfter queues a Work's binding after a delay; the queue keeps one entry per
 // binding, so every Work change within the delay costs one reconcile.
 func enqueueBindingAfter(delay time.Duration) handler.EventHandler {
@@ -65,7 +71,11 @@ func enqueueBindingAfter(delay time.Duration) handler.EventHandler {
 		if l[workv1alpha1.BindingNameLabel] == "" {
 			return
 		}
-		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: l[workv1alpha1.BindingNamespaceLabel], Name: l[workv1alpha1.BindingNameLabel]}}, delay)
+		d := delay
+		if _, released := l[workv1alpha1.RevisionLabel]; released {
+			d = releasedStatusSettle // its health gates a release's next wave
+		}
+		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: l[workv1alpha1.BindingNamespaceLabel], Name: l[workv1alpha1.BindingNameLabel]}}, d)
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -83,6 +93,9 @@ func enqueueBindingAfter(delay time.Duration) handler.EventHandler {
 // Controller reconciles bindings into Works and statuses.
 type Controller struct {
 	Client client.Client
+	// written holds the generation of each Work this controller last wrote, until the cache
+	// shows it: judging or rewriting a Work from an older cached copy would undo the write.
+	written sync.Map
 	// Reader reads dependencies uncached: no informer for kinds only ever read as dependencies.
 	Reader client.Reader
 }
@@ -186,6 +199,15 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	for i := range works {
+		key := client.ObjectKeyFromObject(&works[i])
+		if g, ok := c.written.Load(key); ok {
+			if works[i].Generation < g.(int64) {
+				return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+			}
+			c.written.Delete(key)
+		}
+	}
 	if !b.GetDeletionTimestamp().IsZero() {
 		return c.finalize(ctx, b, works)
 	}
@@ -229,6 +251,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	renderErrors := map[string]string{}
 	worksWritten := false
+	revisions := map[int64]*unstructured.Unstructured{}
 	for _, t := range bs.Clusters {
 		cl := &clusterv1alpha1.Cluster{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
@@ -240,7 +263,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				overriders = append(overriders, r.Overriders)
 			}
 		}
-		written, err := c.ensureWork(ctx, b, tmpl, in, hasReplicas, t, overriders, existing[t.Name])
+		source, rev, err := c.sourceFor(ctx, b, tmpl, t.Name, revisions)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		written, err := c.ensureWork(ctx, b, source, rev, in, hasReplicas, t, overriders, existing[t.Name])
 		if err != nil {
 			var re *renderError
 			if !errors.As(err, &re) {
@@ -280,8 +307,38 @@ type renderError struct{ err error }
 
 func (r *renderError) Error() string { return r.err.Error() }
 
+// sourceFor is what a cluster renders: the revision a release pinned it to (or the stable
+// one), with the template's current labels and annotations (metadata is not released in
+// waves). The template itself is used when its workload is that revision's: the template may
+// already be ahead of the revisions recorded so far, and must not reach a cluster before its
+// release does.
+func (c *Controller) sourceFor(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, cluster string, loaded map[int64]*unstructured.Unstructured) (*unstructured.Unstructured, int64, error) {
+	revs := b.BindingSpec().Revisions
+	rev := revs.RevisionFor(cluster)
+	if rev == 0 {
+		return tmpl, 0, nil
+	}
+	if src, ok := loaded[rev]; ok {
+		return src, rev, nil
+	}
+	src, hash, err := release.LoadRevision(ctx, c.Client, b, rev)
+	if err != nil {
+		return nil, 0, err
+	}
+	if hash == release.WorkloadHash(tmpl) {
+		src = tmpl
+	} else {
+		src.SetName(tmpl.GetName())
+		src.SetNamespace(tmpl.GetNamespace())
+		src.SetLabels(tmpl.GetLabels())
+		src.SetAnnotations(tmpl.GetAnnotations())
+	}
+	loaded[rev] = src
+	return src, rev, nil
+}
+
 // ensureWork writes the cluster's Work when its content changed and says whether it wrote.
-func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
+func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
@@ -309,6 +366,12 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		DeletionPolicy:     b.BindingSpec().DeletionPolicy,
 		ConflictResolution: b.BindingSpec().ConflictResolution,
 	}
+	labels := map[string]string{
+		workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(), workv1alpha1.ClusterLabel: t.Name,
+	}
+	if rev != 0 {
+		labels[workv1alpha1.RevisionLabel] = strconv.FormatInt(rev, 10)
+	}
 	if w == nil {
 		// The cached read keeps this to one write per cluster, not one per Work.
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
@@ -318,22 +381,30 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		}
 		w = &workv1alpha1.Work{
 			// Created with the executor's finalizer: one write less per Work.
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{execute.Finalizer}, Labels: map[string]string{
-				workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(), workv1alpha1.ClusterLabel: t.Name,
-			}},
-			Spec: spec,
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{execute.Finalizer}, Labels: labels},
+			Spec:       spec,
 		}
 		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating work %s/%s: %w", ns, name, err)
 		}
+		c.written.Store(client.ObjectKeyFromObject(w), w.Generation)
 		return true, nil
 	}
-	if workSpecEqual(w.Spec, spec) {
+	if workSpecEqual(w.Spec, spec) && w.Labels[workv1alpha1.RevisionLabel] == labels[workv1alpha1.RevisionLabel] {
 		return false, nil
 	}
 	patch := client.MergeFrom(w.DeepCopy())
 	w.Spec = spec
-	return true, c.Client.Patch(ctx, w, patch)
+	if rev != 0 {
+		w.Labels[workv1alpha1.RevisionLabel] = labels[workv1alpha1.RevisionLabel]
+	} else {
+		delete(w.Labels, workv1alpha1.RevisionLabel)
+	}
+	if err := c.Client.Patch(ctx, w, patch); err != nil {
+		return false, err
+	}
+	c.written.Store(client.ObjectKeyFromObject(w), w.Generation)
+	return true, nil
 }
 
 // dependencies renders the objects the template's pods reference. A missing one is skipped:
@@ -405,6 +476,10 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			}
 			if w.Status.Health != "" {
 				cs.Health = w.Status.Health
+			}
+			// The revision counts as running once the Work's current spec is applied.
+			if cs.Applied && applied.ObservedGeneration == w.Generation {
+				cs.Revision, _ = strconv.ParseInt(w.Labels[workv1alpha1.RevisionLabel], 10, 64)
 			}
 			cs.Status = w.Status.ManifestStatus
 			if w.Status.ManifestStatus != nil {

@@ -65,7 +65,26 @@ func newBenchCommand(g *globals) *cobra.Command {
 	}
 	propagate.Flags().IntSliceVar(&templates, "templates", []int{100, 1000}, "template counts to measure, one fresh fleet each")
 	propagate.Flags().IntVar(&samples, "latency-samples", 50, "single-template changes timed after the bulk run")
-	cmd.AddCommand(up, propagate)
+	var rounds int
+	releaseCmd := &cobra.Command{
+		Use:   "release",
+		Short: "Time the release controller: overhead per wave and abort back to stable, on a fresh 3-member fleet",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			lf, cleanup, err := bench.StartFleet(cmd.Context(), g.binDir, exe, crdYAML(), 3, nil)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			return bench.Release(cmd.Context(), lf, rounds, g.streams.Out)
+		},
+	}
+	releaseCmd.Flags().IntVar(&rounds, "rounds", 5, "releases (and aborts) to time")
+	cmd.AddCommand(up, propagate, releaseCmd)
 	return cmd
 }
 

@@ -60,6 +60,13 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
   # Join an existing cluster
   NAME join east-1 --kubeconfig ~/.kube/east-1.yaml --label region=us-east`, "NAME", name),
 	}
+	// Commands other than controller-manager log nothing through controller-runtime; it sets its
+	// own. controller-runtime takes only the first logger set, so exactly one is set per process.
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if cmd.Name() != "controller-manager" {
+			ctrl.SetLogger(logr.Discard())
+		}
+	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	pf := root.PersistentFlags()
@@ -69,7 +76,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
 		withKubeFlags(g, newJoinCommand(g)), withKubeFlags(g, newUnjoinCommand(g)), withKubeFlags(g, newGetCommand(g)), withKubeFlags(g, newDescribeCommand(g)),
-		withKubeFlags(g, newControllerManagerCommand(g)),
+		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g),
 		newBenchCommand(g), newVersionCommand(g),
 	)
 	return root
@@ -143,8 +150,6 @@ func (g *globals) openFleet(fleet *localfleet.Fleet, manager *localfleet.Manager
 
 // Execute runs the command line and returns the process exit code.
 func Execute(ctx context.Context) int {
-	// Commands other than controller-manager log nothing through controller-runtime; it sets its own.
-	ctrl.SetLogger(logr.Discard())
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	cmd := NewRootCommand(streams)
 	if err := cmd.ExecuteContext(ctx); err != nil {

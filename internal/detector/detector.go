@@ -230,7 +230,8 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	spec.Clusters = binding.BindingSpec().Clusters // the scheduler's
+	spec.Clusters = binding.BindingSpec().Clusters   // the scheduler's
+	spec.Revisions = binding.BindingSpec().Revisions // the release controller's
 	if apiequality.Semantic.DeepEqual(spec, *binding.BindingSpec()) {
 		return reconcile.Result{}, nil
 	}

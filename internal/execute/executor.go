@@ -62,6 +62,10 @@ const memberCallTimeout = 15 * time.Second
 // the member controllers' first reactions to it cost one control-plane write, not several.
 const statusSettle = time.Second
 
+// releasedStatusSettle is the window for Works of templates released in waves: their health
+// gates the next wave, so it is reported sooner.
+const releasedStatusSettle = 100 * time.Millisecond
+
 // Executor reconciles Works.
 type Executor struct {
 	Client  client.Client
@@ -69,8 +73,9 @@ type Executor struct {
 	changes chan event.GenericEvent
 	// namespaces remembers member namespaces known to exist, per cluster, to save a call per apply.
 	namespaces sync.Map
-	// applied remembers the manifests hash last applied per Work, so an apply whose status is
-	// not yet written is not repeated; after a restart the Work's status says the same.
+	// applied remembers the generation and manifests hash last applied per Work, so an apply
+	// whose status is not yet written is not repeated, and a cached Work older than what was
+	// applied is never applied over it; after a restart the Work's status says the same.
 	applied sync.Map
 	// dirtySince is when a Work's status first differed from the written one.
 	dirtySince sync.Map
@@ -147,7 +152,9 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if !reachable {
 		setApplied(status, w, metav1.ConditionFalse, "ClusterNotReady", fmt.Sprintf("cluster %s is not Ready; the Work waits for it", cluster))
 		result.RequeueAfter = 15 * time.Second
-	} else if err := e.apply(ctx, req.NamespacedName, cluster, w, status); err != nil {
+	} else if err := e.apply(ctx, req.NamespacedName, cluster, w, status); errors.Is(err, errStaleWork) {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	} else if err != nil {
 		var conflict *conflictError
 		if errors.As(err, &conflict) {
 			setApplied(status, w, metav1.ConditionFalse, "Conflict", err.Error())
@@ -160,8 +167,12 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		e.dirtySince.Delete(req.NamespacedName)
 		return result, nil
 	}
+	settle := statusSettle
+	if _, released := w.Labels[workv1alpha1.RevisionLabel]; released {
+		settle = releasedStatusSettle
+	}
 	first, _ := e.dirtySince.LoadOrStore(req.NamespacedName, time.Now())
-	if wait := statusSettle - time.Since(first.(time.Time)); wait > 0 {
+	if wait := settle - time.Since(first.(time.Time)); wait > 0 {
 		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 			result.RequeueAfter = wait
 		}
@@ -175,6 +186,13 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	e.dirtySince.Delete(req.NamespacedName)
 	return result, nil
 }
+
+type appliedWork struct {
+	generation int64
+	hash       string
+}
+
+var errStaleWork = errors.New("the cached Work is older than the one last applied")
 
 type conflictError struct{ msg string }
 
@@ -199,8 +217,17 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		return err
 	}
 	hash := manifestsHash(w)
-	last, _ := e.applied.Load(key)
-	unchanged := last == hash || status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
+	if last, ok := e.applied.Load(key); ok && last.(appliedWork).generation > w.Generation {
+		return errStaleWork // the cache lags behind our own apply; the newer Work's event follows
+	}
+	// What this process applied decides; the status only after a restart, as it can lag behind
+	// the last apply by the settle window.
+	var unchanged bool
+	if last, ok := e.applied.Load(key); ok {
+		unchanged = last.(appliedWork).hash == hash
+	} else {
+		unchanged = status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
+	}
 	for i, m := range w.Spec.Manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
@@ -254,7 +281,9 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 			}
 		}
 		if i == len(w.Spec.Manifests)-1 { // the template; earlier manifests are its dependencies
-			if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok {
+			// The cache may not have seen the apply yet: its status would be the old spec's.
+			if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok &&
+				(live == nil || cached.GetGeneration() >= live.GetGeneration()) {
 				live = cached
 			}
 			if live != nil {
@@ -269,7 +298,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		}
 	}
 	status.AppliedHash = hash
-	e.applied.Store(key, hash)
+	e.applied.Store(key, appliedWork{w.Generation, hash})
 	setApplied(status, w, metav1.ConditionTrue, "Applied", "the manifests are applied in the member")
 	return nil
 }

@@ -18,12 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/flotilla-dev/flotilla/internal/analysis"
 	"github.com/flotilla-dev/flotilla/internal/binding"
 	"github.com/flotilla-dev/flotilla/internal/cluster"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
 )
 
@@ -103,6 +105,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
+	}
+	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the release recorder: %w", err)
+	}
+	if err := (&release.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the release controller: %w", err)
+	}
+	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: mgr.GetEventRecorder("flotilla-analysis")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the analysis controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

@@ -62,6 +62,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	if keep := os.Getenv("FLOTILLA_E2E_KEEP_LOGS"); keep != "" { // for debugging a failed run
+		defer func() { _ = os.CopyFS(keep, os.DirFS(filepath.Join(tmp, "fleet", "logs"))) }()
+	}
 	if flotillaBin, err = buildFlotilla(tmp); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -40,6 +40,8 @@ const (
 	BindingNameLabel      = "work.flotilla.dev/binding-name"
 	// ClusterLabel on a Work names its member cluster.
 	ClusterLabel = "work.flotilla.dev/cluster"
+	// RevisionLabel on a Work is the template revision it renders, when revisions are tracked.
+	RevisionLabel = "work.flotilla.dev/revision"
 )
 
 // ObjectReference names a template in the control plane.

@@ -1,0 +1,99 @@
+package analysis
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+)
+
+// argReference matches {{args.NAME}}, spaces inside the braces allowed.
+var argReference = regexp.MustCompile(`\{\{\s*args\.([^{}\s]+)\s*\}\}`)
+
+// argValues returns the run's arguments that have a value, by name.
+func argValues(args []rolloutv1alpha1.Argument) map[string]string {
+	values := make(map[string]string, len(args))
+	for _, a := range args {
+		if a.Value != nil {
+			values[a.Name] = *a.Value
+		}
+	}
+	return values
+}
+
+// substitute replaces every {{args.NAME}} in s; an argument without a value is an error.
+func substitute(s string, values map[string]string) (string, error) {
+	var missing string
+	out := argReference.ReplaceAllStringFunc(s, func(ref string) string {
+		name := argReference.FindStringSubmatch(ref)[1]
+		v, ok := values[name]
+		if !ok && missing == "" {
+			missing = name
+		}
+		return v
+	})
+	if missing != "" {
+		return "", fmt.Errorf("argument %q has no value; give it one in the run's args or the template's", missing)
+	}
+	return out, nil
+}
+
+// substituteJSON replaces {{args.NAME}} in every string of a JSON document. Working on the
+// decoded document keeps it valid JSON whatever characters the values hold.
+func substituteJSON(raw []byte, values map[string]string) ([]byte, error) {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	doc, err := substituteAny(doc, values)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
+}
+
+func substituteAny(v any, values map[string]string) (any, error) {
+	switch t := v.(type) {
+	case string:
+		return substitute(t, values)
+	case []any:
+		for i := range t {
+			s, err := substituteAny(t[i], values)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = s
+		}
+	case map[string]any:
+		for k := range t {
+			s, err := substituteAny(t[k], values)
+			if err != nil {
+				return nil, err
+			}
+			t[k] = s
+		}
+	}
+	return v, nil
+}
+
+// metricArgReferences lists the texts of a metric that may hold {{args.NAME}}, with their field
+// paths relative to the metric.
+func metricArgReferences(m rolloutv1alpha1.Metric) map[string]string {
+	texts := map[string]string{}
+	p := m.Provider
+	if p.Prometheus != nil {
+		texts["provider.prometheus.query"] = p.Prometheus.Query
+	}
+	if p.Web != nil {
+		texts["provider.web.url"] = p.Web.URL
+		texts["provider.web.body"] = p.Web.Body
+		for i, h := range p.Web.Headers {
+			texts[fmt.Sprintf("provider.web.headers[%d].value", i)] = h.Value
+		}
+	}
+	if p.Job != nil {
+		texts["provider.job.spec"] = string(p.Job.Spec.Raw)
+	}
+	return texts
+}

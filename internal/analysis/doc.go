@@ -1,0 +1,38 @@
+// Package analysis runs AnalysisRuns: it takes each metric's measurements through a provider
+// (Prometheus, a web endpoint, or Jobs in the member clusters), judges every measurement with
+// the metric's conditions, and turns the counters into a verdict per metric and per run.
+//
+// It owns an AnalysisRun's status and, for job metrics, the analysis Jobs it creates in
+// members (labelled with the run's name). It never writes AnalysisTemplates, bindings,
+// releases or member workloads, and never writes an AnalysisRun's spec or metadata: whoever
+// creates a run (NewRun builds one from templates) reads its phase.
+//
+// Conditions are expr-lang expressions over `result`:
+//
+//   - prometheus: an instant vector is a []float64 of the sample values in the order the
+//     server returned them (`result[0] >= 0.90`); a scalar is a float64. Other result types are
+//     an error.
+//   - web: the JSON value jsonPath picks ({$.data.ok}), decoded as encoding/json does (numbers
+//     are float64). A JSON string stays a string even when it reads like a number or a bool:
+//     write `float(result) > 0.9` or `result == "true"`; the value is never guessed.
+//   - job: true when every Job completed, false when any failed. A job metric without
+//     conditions succeeds exactly when every Job completes.
+//
+// One measurement is judged as follows: failureCondition true is Failed; successCondition true
+// is Successful; successCondition false is Inconclusive when a failureCondition is set, Failed
+// otherwise; no condition at all is Successful. A provider error, or a condition that cannot be
+// evaluated (an index past the end of an empty vector), is an Error measurement: never a
+// success.
+//
+// A metric is Failed when its failed measurements exceed failureLimit, Inconclusive when its
+// inconclusive ones exceed inconclusiveLimit, Error when more than consecutiveErrorLimit
+// (default 4) errors came in a row, and Successful once count measurements with a verdict were
+// taken (one when neither count nor interval is set). Error measurements are retried and do not
+// count toward count, so an unreachable server can only end in Error. A run is Failed when any
+// metric failed, else Error, else Inconclusive, else Successful once every metric is; when its
+// spec says terminate, metrics still measuring count as Successful.
+//
+// {{args.NAME}} in a Prometheus query, a web url, body or header, and the Job spec is replaced
+// by the run's argument; a missing value is an error naming the argument. Values are inserted
+// as written (no URL or PromQL escaping).
+package analysis

@@ -1,0 +1,217 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+)
+
+// fakeMembers hands out a fake clientset per cluster; a cluster without one is unreachable.
+type fakeMembers map[string]*fake.Clientset
+
+func (f fakeMembers) Clientset(cluster string) (kubernetes.Interface, error) {
+	cs, ok := f[cluster]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s is not connected", cluster)
+	}
+	return cs, nil
+}
+
+func jobMetric() rolloutv1alpha1.Metric {
+	return rolloutv1alpha1.Metric{
+		Name: "smoke",
+		Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{
+			Metadata: rolloutv1alpha1.JobMetadata{Labels: map[string]string{"team": "shop"}},
+			Spec:     runtime.RawExtension{Raw: []byte(`{"backoffLimit":0,"template":{"spec":{"containers":[{"name":"smoke","image":"curl","args":["https://{{args.host}}/health"]}]}}}`)},
+		}},
+	}
+}
+
+func jobRun(clusters ...string) *rolloutv1alpha1.AnalysisRun {
+	run := runWithArgs(map[string]string{"host": "checkout.shop"})
+	run.Spec.Clusters = clusters
+	return run
+}
+
+// finish marks a member Job as finished, as the Job controller would.
+func finish(t *testing.T, cs *fake.Clientset, namespace, name string, condition batchv1.JobConditionType) {
+	t.Helper()
+	ctx := context.Background()
+	job, err := cs.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: condition, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"})
+	if _, err := cs.BatchV1().Jobs(namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJobProvider(t *testing.T) {
+	ctx := context.Background()
+	members := fakeMembers{"eu-1": fake.NewClientset(), "us-1": fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}
+	provider := &JobProvider{Members: members}
+	run := jobRun("eu-1", "us-1")
+	metric := jobMetric()
+
+	// The first call creates the Jobs.
+	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("first call: %v, want ErrInProgress", err)
+	}
+	name := "checkout-analysis-smoke-0"
+	for cluster, cs := range members {
+		job, err := cs.BatchV1().Jobs("shop").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", cluster, err)
+		}
+		if job.Labels[AnalysisRunLabel] != "checkout-analysis" || job.Labels[AnalysisMetricLabel] != "smoke" || job.Labels["team"] != "shop" {
+			t.Errorf("%s: labels %v", cluster, job.Labels)
+		}
+		if job.Annotations[MeasurementAnnotation] != "0" {
+			t.Errorf("%s: annotations %v", cluster, job.Annotations)
+		}
+		if got := job.Spec.Template.Spec.Containers[0].Args[0]; got != "https://checkout.shop/health" {
+			t.Errorf("%s: args %q", cluster, got)
+		}
+		if job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever || job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
+			t.Errorf("%s: restartPolicy %q, backoffLimit %v", cluster, job.Spec.Template.Spec.RestartPolicy, job.Spec.BackoffLimit)
+		}
+	}
+	ns, err := members["eu-1"].CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the namespace was not created in eu-1: %v", err)
+	}
+	if ns.Labels["work.flotilla.dev/managed-by"] != "flotilla" {
+		t.Errorf("namespace labels %v", ns.Labels)
+	}
+
+	// Reading again creates nothing new and waits for every cluster.
+	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("second call: %v", err)
+	}
+	finish(t, members["eu-1"], "shop", name, batchv1.JobComplete)
+	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("one of two complete: %v", err)
+	}
+	finish(t, members["us-1"], "shop", name, batchv1.JobComplete)
+	value, raw, err := provider.Measure(ctx, run, metric)
+	if err != nil || value != true {
+		t.Fatalf("all complete: %v, %v", value, err)
+	}
+	if raw != `{"complete":2,"result":true}` {
+		t.Errorf("raw = %s", raw)
+	}
+	for cluster, cs := range members {
+		list, _ := cs.BatchV1().Jobs("shop").List(ctx, metav1.ListOptions{})
+		if len(list.Items) != 1 {
+			t.Errorf("%s: %d jobs, want 1", cluster, len(list.Items))
+		}
+	}
+
+	// The next measurement gets new Jobs; one failure decides at once.
+	run.Status.MetricResults = []rolloutv1alpha1.MetricResult{{Name: "smoke", Count: 1}}
+	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("second measurement: %v", err)
+	}
+	finish(t, members["us-1"], "shop", "checkout-analysis-smoke-1", batchv1.JobFailed)
+	value, raw, err = provider.Measure(ctx, run, metric)
+	if err != nil || value != false || !strings.Contains(raw, "us-1: BackoffLimitExceeded") {
+		t.Fatalf("one failed: %v %s %v", value, raw, err)
+	}
+	if phase, _ := Judge(metric, value); phase != F {
+		t.Errorf("judged %s, want Failed", phase)
+	}
+
+	// A third measurement removes the Jobs of the first; the two latest stay for their logs.
+	run.Status.MetricResults[0].Count = 2
+	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("third measurement: %v", err)
+	}
+	list, _ := members["eu-1"].BatchV1().Jobs("shop").List(ctx, metav1.ListOptions{})
+	var names []string
+	for _, j := range list.Items {
+		names = append(names, j.Name)
+	}
+	if strings.Join(names, ",") != "checkout-analysis-smoke-1,checkout-analysis-smoke-2" {
+		t.Errorf("jobs left: %v", names)
+	}
+
+	// Terminating deletes the Jobs in progress.
+	if err := provider.Stop(ctx, run, metric); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := members["eu-1"].BatchV1().Jobs("shop").Get(ctx, "checkout-analysis-smoke-2", metav1.GetOptions{}); err == nil {
+		t.Error("the job in progress is still there after Stop")
+	}
+}
+
+func TestJobProviderErrors(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		run       *rolloutv1alpha1.AnalysisRun
+		metric    func() rolloutv1alpha1.Metric
+		wantError string
+	}{
+		{name: "no clusters", run: jobRun(), metric: jobMetric, wantError: "spec.clusters is empty"},
+		{name: "unreachable cluster", run: jobRun("eu-1", "gone"), metric: jobMetric, wantError: "cluster gone: cluster gone is not connected"},
+		{name: "missing argument", run: func() *rolloutv1alpha1.AnalysisRun { r := jobRun("eu-1"); r.Spec.Args = nil; return r }(), metric: jobMetric, wantError: `provider.job.spec: argument "host" has no value`},
+		{name: "not a JobSpec", run: jobRun("eu-1"), metric: func() rolloutv1alpha1.Metric {
+			m := jobMetric()
+			m.Provider.Job.Spec.Raw = []byte(`{"parallelism":"two"}`)
+			return m
+		}, wantError: "provider.job.spec is not a batch/v1 JobSpec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			provider := &JobProvider{Members: fakeMembers{"eu-1": fake.NewClientset()}}
+			_, _, err := provider.Measure(ctx, tt.run, tt.metric())
+			if err == nil || errors.Is(err, ErrInProgress) || !strings.Contains(err.Error(), tt.wantError) {
+				t.Errorf("error = %v, want one containing %q", err, tt.wantError)
+			}
+		})
+	}
+}
+
+func TestJobName(t *testing.T) {
+	long := strings.Repeat("checkout-", 8)
+	tests := []struct {
+		run, metric string
+		index       int32
+		want        string
+	}{
+		{run: "r", metric: "smoke", index: 3, want: "r-smoke-3"},
+		{run: "checkout.r2", metric: "Smoke_Test", index: 0},
+		{run: long, metric: "smoke", index: 12},
+		{run: long, metric: "smoke", index: 13},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		got := JobName(tt.run, tt.metric, tt.index)
+		if tt.want != "" && got != tt.want {
+			t.Errorf("JobName(%s, %s, %d) = %s, want %s", tt.run, tt.metric, tt.index, got, tt.want)
+		}
+		if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
+			t.Errorf("JobName(%s, %s, %d) = %s: %v", tt.run, tt.metric, tt.index, got, errs)
+		}
+		if seen[got] {
+			t.Errorf("JobName %s given twice", got)
+		}
+		seen[got] = true
+	}
+	if got := labelValue(long + long); len(validation.IsValidLabelValue(got)) > 0 {
+		t.Errorf("labelValue = %s is not a label value", got)
+	}
+}

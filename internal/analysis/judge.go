@@ -1,0 +1,263 @@
+package analysis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+)
+
+// MaxMeasurements is how many measurements a metric result keeps; the counters keep counting.
+const MaxMeasurements = 10
+
+// DefaultConsecutiveErrorLimit applies when a metric sets no consecutiveErrorLimit.
+const DefaultConsecutiveErrorLimit = 4
+
+// errorRetryDelay spaces the retries of a metric without an interval whose measurement erred.
+const errorRetryDelay = 10 * time.Second
+
+// Field lengths of the API (MaxLength of Measurement.Value and of the messages).
+const (
+	maxValueLength      = 1024
+	maxMessageLength    = 1000
+	maxRunMessageLength = 2000
+)
+
+// Outcome is what one attempt at a measurement produced: a final phase with the value and
+// message, or AnalysisRunning while the provider is still at it (ErrInProgress).
+type Outcome struct {
+	Phase     rolloutv1alpha1.AnalysisPhase
+	Value     string
+	Message   string
+	StartedAt time.Time
+}
+
+// Record adds an outcome to a metric's result at time now: it updates the counters, keeps the
+// latest MaxMeasurements measurements, decides the metric's phase, and returns when the next
+// measurement is due (zero once the metric is completed). An in-progress outcome is kept as a
+// Running measurement that the next outcome replaces. The result passed in is not modified.
+func Record(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, outcome Outcome, now, runStart time.Time) (rolloutv1alpha1.MetricResult, time.Time) {
+	result = *result.DeepCopy()
+	result.Name = metric.Name
+	if result.Phase.Completed() {
+		return result, time.Time{}
+	}
+	started := outcome.StartedAt
+	if started.IsZero() {
+		started = now
+	}
+	if n := len(result.Measurements); n > 0 && result.Measurements[n-1].Phase == rolloutv1alpha1.AnalysisRunning {
+		// The outcome finishes (or continues) the measurement in progress.
+		if s := result.Measurements[n-1].StartedAt; s != nil {
+			started = s.Time
+		}
+		result.Measurements = result.Measurements[:n-1]
+	}
+	m := rolloutv1alpha1.Measurement{
+		Phase:     outcome.Phase,
+		Value:     shorten(outcome.Value, maxValueLength),
+		Message:   shorten(outcome.Message, maxMessageLength),
+		StartedAt: &metav1.Time{Time: started},
+	}
+	if outcome.Phase != rolloutv1alpha1.AnalysisRunning {
+		m.FinishedAt = &metav1.Time{Time: now}
+		result.Count++
+		switch outcome.Phase {
+		case rolloutv1alpha1.AnalysisSuccessful:
+			result.Successful++
+		case rolloutv1alpha1.AnalysisFailed:
+			result.Failed++
+		case rolloutv1alpha1.AnalysisInconclusive:
+			result.Inconclusive++
+		default:
+			m.Phase = rolloutv1alpha1.AnalysisError
+			result.Error++
+		}
+		if m.Phase == rolloutv1alpha1.AnalysisError {
+			result.ConsecutiveError++
+		} else {
+			result.ConsecutiveError = 0
+		}
+	}
+	result.Measurements = append(result.Measurements, m)
+	if extra := len(result.Measurements) - MaxMeasurements; extra > 0 {
+		result.Measurements = append([]rolloutv1alpha1.Measurement(nil), result.Measurements[extra:]...)
+	}
+	result.Phase, result.Message = MetricPhase(metric, result)
+	return result, NextMeasurementAt(metric, result, runStart)
+}
+
+// MetricPhase decides a metric's phase from its counters: Failed past failureLimit,
+// Inconclusive past inconclusiveLimit, Error past consecutiveErrorLimit, Successful once
+// count measurements with a verdict were taken, Running otherwise.
+func MetricPhase(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult) (rolloutv1alpha1.AnalysisPhase, string) {
+	failureLimit := int32Or(metric.FailureLimit, 0)
+	inconclusiveLimit := int32Or(metric.InconclusiveLimit, 0)
+	errorLimit := int32Or(metric.ConsecutiveErrorLimit, DefaultConsecutiveErrorLimit)
+	var last rolloutv1alpha1.Measurement
+	if n := len(result.Measurements); n > 0 {
+		last = result.Measurements[n-1]
+	}
+	switch {
+	case result.Failed > failureLimit:
+		return rolloutv1alpha1.AnalysisFailed, fmt.Sprintf("%d failed measurements exceed failureLimit %d", result.Failed, failureLimit)
+	case result.Inconclusive > inconclusiveLimit:
+		return rolloutv1alpha1.AnalysisInconclusive, fmt.Sprintf("%d inconclusive measurements exceed inconclusiveLimit %d", result.Inconclusive, inconclusiveLimit)
+	case result.ConsecutiveError > errorLimit:
+		return rolloutv1alpha1.AnalysisError, shorten(fmt.Sprintf("%d errors in a row exceed consecutiveErrorLimit %d: %s", result.ConsecutiveError, errorLimit, last.Message), maxMessageLength)
+	}
+	verdicts := result.Count - result.Error
+	if want := wantedCount(metric); want > 0 && verdicts >= want {
+		return rolloutv1alpha1.AnalysisSuccessful, fmt.Sprintf("%d of %d measurements successful", result.Successful, verdicts)
+	}
+	if last.Phase == rolloutv1alpha1.AnalysisError {
+		return rolloutv1alpha1.AnalysisRunning, shorten(fmt.Sprintf("retrying after %d errors in a row (consecutiveErrorLimit %d): %s", result.ConsecutiveError, errorLimit, last.Message), maxMessageLength)
+	}
+	return rolloutv1alpha1.AnalysisRunning, ""
+}
+
+// wantedCount is how many measurements with a verdict complete the metric; 0 means until the
+// run is terminated.
+func wantedCount(metric rolloutv1alpha1.Metric) int32 {
+	if metric.Count != nil && *metric.Count > 0 {
+		return *metric.Count
+	}
+	if metric.Interval == "" {
+		return 1
+	}
+	return 0
+}
+
+// NextMeasurementAt is when the metric's next measurement is due: initialDelay after the run
+// started for the first, interval after the previous one finished for the others (an error
+// without an interval is retried after errorRetryDelay), and at once while one is in progress.
+// It is zero once the metric is completed.
+func NextMeasurementAt(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, runStart time.Time) time.Time {
+	if result.Phase.Completed() {
+		return time.Time{}
+	}
+	n := len(result.Measurements)
+	if n == 0 {
+		return runStart.Add(durationOrZero(metric.InitialDelay))
+	}
+	last := result.Measurements[n-1]
+	if last.Phase == rolloutv1alpha1.AnalysisRunning {
+		if last.StartedAt != nil {
+			return last.StartedAt.Time
+		}
+		return runStart
+	}
+	interval := durationOrZero(metric.Interval)
+	if last.Phase == rolloutv1alpha1.AnalysisError && interval == 0 {
+		interval = errorRetryDelay
+	}
+	finished := runStart
+	if last.FinishedAt != nil {
+		finished = last.FinishedAt.Time
+	} else if last.StartedAt != nil {
+		finished = last.StartedAt.Time
+	}
+	return finished.Add(interval)
+}
+
+// RunPhase decides a run's phase from its metrics' results: Failed when any metric failed,
+// else Error, else Inconclusive, else Successful when all are; Running otherwise. With
+// spec.terminate, metrics without a verdict count as Successful. The message names the metric
+// that decided.
+func RunPhase(spec rolloutv1alpha1.AnalysisRunSpec, results []rolloutv1alpha1.MetricResult) (rolloutv1alpha1.AnalysisPhase, string) {
+	byName := make(map[string]rolloutv1alpha1.MetricResult, len(results))
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	firstIn := func(phase rolloutv1alpha1.AnalysisPhase) (string, bool) {
+		for _, m := range spec.Metrics {
+			if r := byName[m.Name]; r.Phase == phase {
+				return shorten(fmt.Sprintf("metric %s: %s", m.Name, r.Message), maxRunMessageLength), true
+			}
+		}
+		return "", false
+	}
+	for _, phase := range []rolloutv1alpha1.AnalysisPhase{rolloutv1alpha1.AnalysisFailed, rolloutv1alpha1.AnalysisError, rolloutv1alpha1.AnalysisInconclusive} {
+		if msg, ok := firstIn(phase); ok {
+			return phase, msg
+		}
+	}
+	done := 0
+	for _, m := range spec.Metrics {
+		if byName[m.Name].Phase == rolloutv1alpha1.AnalysisSuccessful {
+			done++
+		}
+	}
+	switch {
+	case spec.Terminate:
+		return rolloutv1alpha1.AnalysisSuccessful, "terminated: no metric failed; metrics without a verdict count as successful"
+	case done == len(spec.Metrics):
+		return rolloutv1alpha1.AnalysisSuccessful, fmt.Sprintf("all %d metrics successful", done)
+	}
+	return rolloutv1alpha1.AnalysisRunning, fmt.Sprintf("%d of %d metrics successful so far", done, len(spec.Metrics))
+}
+
+// ValidateMetrics reports what would keep metrics from being measured, each error naming its
+// field: one provider each, durations, conditions that compile, and a job spec that is a JSON
+// object.
+func ValidateMetrics(metrics []rolloutv1alpha1.Metric) error {
+	var errs []error
+	for i, m := range metrics {
+		field := fmt.Sprintf("metrics[%d]", i)
+		providers := 0
+		for _, set := range []bool{m.Provider.Prometheus != nil, m.Provider.Web != nil, m.Provider.Job != nil} {
+			if set {
+				providers++
+			}
+		}
+		if providers != 1 {
+			errs = append(errs, fmt.Errorf("%s.provider: set exactly one of prometheus, web or job (%d set)", field, providers))
+		}
+		for _, d := range []struct{ name, value string }{{"interval", string(m.Interval)}, {"initialDelay", string(m.InitialDelay)}} {
+			if d.value == "" {
+				continue
+			}
+			if v, err := time.ParseDuration(d.value); err != nil || v < 0 {
+				errs = append(errs, fmt.Errorf("%s.%s: %q is not a duration; write it like 30s or 5m", field, d.name, d.value))
+			}
+		}
+		for _, c := range []struct{ name, expression string }{{"successCondition", m.SuccessCondition}, {"failureCondition", m.FailureCondition}} {
+			if c.expression == "" {
+				continue
+			}
+			if _, err := compileCondition(c.expression); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: %w; fix the expression (it reads `result`)", field, c.name, err))
+			}
+		}
+		if w := m.Provider.Web; w != nil && w.Method != "" && w.Method != "GET" && w.Method != "POST" {
+			errs = append(errs, fmt.Errorf("%s.provider.web.method: %q is not supported; use GET or POST", field, w.Method))
+		}
+		if j := m.Provider.Job; j != nil {
+			var spec map[string]any
+			if err := json.Unmarshal(j.Spec.Raw, &spec); err != nil || spec == nil {
+				errs = append(errs, fmt.Errorf("%s.provider.job.spec: must be a batch/v1 JobSpec object", field))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func int32Or(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// durationOrZero reads a duration ValidateMetrics has accepted.
+func durationOrZero(d rolloutv1alpha1.Duration) time.Duration {
+	v, err := time.ParseDuration(string(d))
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}

@@ -1,0 +1,629 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis"
+)
+
+const defaultProgressDeadline = 10 * time.Minute
+
+// ConditionValid on a Release says whether its strategy can run (analysis templates exist,
+// waves select clusters).
+const ConditionValid = "Valid"
+
+// Controller drives Releases: it moves the binding's revision pins wave by wave and never
+// writes anything else of the binding, nor any member object.
+type Controller struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Now      func() time.Time
+}
+
+// SetupWithManager registers the controller.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	toRelease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		b, ok := o.(workv1alpha1.Binding)
+		if !ok || b.BindingSpec().Revisions == nil {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, b.BindingSpec().Revisions.Latest)}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("release").
+		For(&rolloutv1alpha1.Release{}).
+		Owns(&rolloutv1alpha1.AnalysisRun{}).
+		Watches(&workv1alpha1.ResourceBinding{}, toRelease).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, toRelease).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(c)
+}
+
+func final(p rolloutv1alpha1.ReleasePhase) bool {
+	switch p {
+	case rolloutv1alpha1.ReleaseSucceeded, rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseRolledBack, rolloutv1alpha1.ReleaseSuperseded:
+		return true
+	}
+	return false
+}
+
+// step is one reconcile's view of a release.
+type step struct {
+	rel     *rolloutv1alpha1.Release
+	status  *rolloutv1alpha1.ReleaseStatus
+	binding workv1alpha1.Binding
+	revs    *workv1alpha1.Revisions
+	now     time.Time
+	requeue time.Duration
+	// statusFresh: the binding's status was computed for its current spec.
+	statusFresh bool
+}
+
+func (s *step) after(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+func (s *step) pin(cluster string, rev int64) {
+	for i := range s.revs.Pins {
+		if s.revs.Pins[i].Cluster == cluster {
+			s.revs.Pins[i].Revision = rev
+			return
+		}
+	}
+	s.revs.Pins = append(s.revs.Pins, workv1alpha1.RevisionPin{Cluster: cluster, Revision: rev})
+}
+
+func (s *step) pinnedTo(cluster string) int64 { return s.revs.RevisionFor(cluster) }
+
+func (s *step) markUpdated(cluster string) {
+	for _, u := range s.status.UpdatedClusters {
+		if u == cluster {
+			return
+		}
+	}
+	s.status.UpdatedClusters = append(s.status.UpdatedClusters, cluster)
+	sort.Strings(s.status.UpdatedClusters)
+}
+
+// Reconcile moves one release forward as far as its gates allow.
+func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rel := &rolloutv1alpha1.Release{}
+	if err := c.Client.Get(ctx, req.NamespacedName, rel); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	retry := rel.Spec.Retry > rel.Status.ObservedRetry
+	if final(rel.Status.Phase) && !(retry && (rel.Status.Phase == rolloutv1alpha1.ReleaseAborted || rel.Status.Phase == rolloutv1alpha1.ReleaseRolledBack)) {
+		return ctrl.Result{}, nil
+	}
+	ns := ""
+	if rel.Spec.Binding.Kind == "ResourceBinding" {
+		ns = rel.Namespace
+	}
+	b := workv1alpha1.NewBinding(ns, rel.Spec.Binding.Name)
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel.Spec.Binding.Name}, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.BindingSpec().Revisions == nil {
+		return ctrl.Result{}, nil
+	}
+	if b.BindingSpec().Revisions.Latest < rel.Spec.Revision {
+		// The cached binding has not seen the revision this release was made for yet.
+		return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
+	}
+	s := &step{rel: rel, status: rel.Status.DeepCopy(), binding: b, revs: b.BindingSpec().Revisions.DeepCopy(), now: c.Now()}
+	if s.status.StartedAt == nil {
+		s.status.StartedAt = &metav1.Time{Time: s.now}
+		s.status.Phase = rolloutv1alpha1.ReleaseProgressing
+		// Clusters a superseded release left on its revision are this release's to move, and to
+		// return to stable if this one is aborted.
+		for _, p := range s.revs.Pins {
+			if p.Revision != s.revs.Stable {
+				s.markUpdated(p.Cluster)
+			}
+		}
+	}
+	if err := c.step(ctx, s, retry); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := SetRevisions(ctx, c.Client, b, s.revs); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.status.ObservedGeneration = rel.Generation
+	if !apiequality.Semantic.DeepEqual(s.status, &rel.Status) {
+		before := rel.Status.Phase
+		// Optimistic lock: a reconcile from a stale cached Release must not undo a newer status.
+		patch := client.MergeFromWithOptions(rel.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		rel.Status = *s.status
+		if err := c.Client.Status().Patch(ctx, rel, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+		if before != rel.Status.Phase {
+			recordPhase(rel)
+			c.event(rel, rel.Status.Phase, rel.Status.Message)
+		}
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+func (c *Controller) event(rel *rolloutv1alpha1.Release, phase rolloutv1alpha1.ReleasePhase, msg string) {
+	if c.Recorder == nil || phase == "" {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if phase == rolloutv1alpha1.ReleaseRolledBack || phase == rolloutv1alpha1.ReleaseAborted {
+		kind = corev1.EventTypeWarning
+	}
+	c.Recorder.Eventf(rel, nil, kind, "Release"+string(phase), "Release", "%s", msg)
+}
+
+func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
+	rel, status := s.rel, s.status
+	if s.revs.Latest > rel.Spec.Revision {
+		status.Phase = rolloutv1alpha1.ReleaseSuperseded
+		status.Message = fmt.Sprintf("revision %d took over; clusters this release updated stay on revision %d until its waves reach them", s.revs.Latest, rel.Spec.Revision)
+		status.CompletedAt = &metav1.Time{Time: s.now}
+		return c.terminateAnalysis(ctx, s)
+	}
+	if retry {
+		status.ObservedRetry = rel.Spec.Retry
+		if status.Phase == rolloutv1alpha1.ReleaseAborted || status.Phase == rolloutv1alpha1.ReleaseRolledBack {
+			status.Phase, status.CompletedAt = rolloutv1alpha1.ReleaseProgressing, nil
+			status.Message = fmt.Sprintf("retrying from wave %d", status.CurrentWave)
+			for i := int(status.CurrentWave); i < len(status.Waves); i++ {
+				status.Waves[i] = rolloutv1alpha1.WaveStatus{Name: status.Waves[i].Name, Phase: rolloutv1alpha1.WavePending}
+			}
+		}
+	}
+	placed, err := c.placedClusters(ctx, s.binding)
+	if err != nil {
+		return err
+	}
+	waves := ResolveWaves(&rel.Spec.Strategy, placed)
+	syncWaveStatus(status, waves)
+
+	if rel.Spec.Abort {
+		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
+	}
+	if problems := c.validate(ctx, rel, waves); len(problems) > 0 {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
+			Message: strings.Join(problems, "; "), ObservedGeneration: rel.Generation})
+		if blocking(problems) {
+			status.Message = "held: " + strings.Join(problems, "; ")
+			s.after(15 * time.Second)
+			return nil
+		}
+	} else {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Valid", Message: "the strategy can run", ObservedGeneration: rel.Generation})
+	}
+	if bg := rel.Spec.Strategy.BackgroundAnalysis; bg != nil {
+		phase, err := c.analysisPhase(ctx, s, bg, "background", allClusters(waves))
+		if err != nil {
+			return hold(s, err)
+		}
+		status.BackgroundAnalysisRun = analysisRunName(rel, s.status.ObservedRetry, "background")
+		if phase == rolloutv1alpha1.AnalysisFailed || phase == rolloutv1alpha1.AnalysisError || phase == rolloutv1alpha1.AnalysisInconclusive {
+			return c.failed(ctx, s, fmt.Sprintf("background analysis %s", phase))
+		}
+	}
+
+	// Clusters of finished waves that joined since run the new revision at once.
+	for i := 0; i < int(status.CurrentWave) && i < len(waves); i++ {
+		for _, cl := range waves[i].Clusters {
+			if s.pinnedTo(cl) != rel.Spec.Revision {
+				s.pin(cl, rel.Spec.Revision)
+				s.markUpdated(cl)
+			}
+		}
+	}
+	if rel.Spec.Paused {
+		if status.Phase != rolloutv1alpha1.ReleasePaused {
+			status.Phase, status.Message = rolloutv1alpha1.ReleasePaused, "paused; `flotilla release resume` goes on"
+		}
+		return nil
+	}
+	status.Phase = rolloutv1alpha1.ReleaseProgressing
+	// A status from before the latest pins (or placement) were rendered says nothing about them:
+	// the wave waits for a fresh one rather than judging, or resetting its clock, on it.
+	bst := s.binding.BindingStatus()
+	s.statusFresh = bst.ObservedGeneration == s.binding.GetGeneration()
+	clusterStatus := map[string]workv1alpha1.ClusterStatus{}
+	for _, cs := range bst.Clusters {
+		clusterStatus[cs.Cluster] = cs
+	}
+	for int(status.CurrentWave) < len(waves) {
+		i := int(status.CurrentWave)
+		done, err := c.advanceWave(ctx, s, i, waves[i], clusterStatus)
+		if err != nil || !done {
+			return err
+		}
+		waveDuration.WithLabelValues().Observe(status.Waves[i].CompletedAt.Sub(status.Waves[i].StartedAt.Time).Seconds())
+		status.CurrentWave++
+	}
+	// Every wave passed: the revision is the new stable one.
+	s.revs.Stable, s.revs.Pins = rel.Spec.Revision, nil
+	status.Phase = rolloutv1alpha1.ReleaseSucceeded
+	status.Message = fmt.Sprintf("revision %d runs in every cluster", rel.Spec.Revision)
+	status.CompletedAt = &metav1.Time{Time: s.now}
+	return c.terminateAnalysis(ctx, s)
+}
+
+// advanceWave updates the wave's clusters (maxUnavailable at a time), waits for them to run the
+// revision healthy and for the gates, and says whether the wave is done.
+func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
+	rel, ws := s.rel, &s.status.Waves[i]
+	if ws.StartedAt == nil {
+		ws.StartedAt = &metav1.Time{Time: s.now}
+	}
+	if len(wave.Clusters) == 0 {
+		ws.Phase, ws.Message, ws.CompletedAt = rolloutv1alpha1.WaveSucceeded, "selects no cluster", &metav1.Time{Time: s.now}
+		return true, nil
+	}
+	batch := len(wave.Clusters)
+	if wave.Spec != nil && wave.Spec.MaxUnavailable != nil && !rel.Spec.PromoteFull {
+		batch = int(*wave.Spec.MaxUnavailable)
+	}
+	ws.Clusters = ws.Clusters[:0]
+	inFlight, healthy := 0, 0
+	var degraded []string
+	for _, cl := range wave.Clusters {
+		cs := clusterStatus[cl]
+		running := cs.Applied && cs.Revision == rel.Spec.Revision
+		switch {
+		case running && cs.Health == workv1alpha1.HealthHealthy:
+			healthy++
+		case running && cs.Health == workv1alpha1.HealthDegraded:
+			degraded = append(degraded, cl)
+		}
+		if s.pinnedTo(cl) == rel.Spec.Revision && !(running && cs.Health == workv1alpha1.HealthHealthy) {
+			inFlight++
+		}
+	}
+	for _, cl := range wave.Clusters {
+		if s.pinnedTo(cl) != rel.Spec.Revision && inFlight < batch {
+			s.pin(cl, rel.Spec.Revision)
+			s.markUpdated(cl)
+			inFlight++
+		}
+		cs := clusterStatus[cl]
+		cr := rolloutv1alpha1.ClusterRelease{Name: cl, Phase: rolloutv1alpha1.ClusterPending}
+		switch running := cs.Applied && cs.Revision == rel.Spec.Revision; {
+		case s.pinnedTo(cl) != rel.Spec.Revision:
+			cr.Message = "waits for a free slot (maxUnavailable)"
+		case running && cs.Health == workv1alpha1.HealthHealthy:
+			cr.Phase = rolloutv1alpha1.ClusterHealthy
+		case running && cs.Health == workv1alpha1.HealthDegraded:
+			cr.Phase, cr.Message = rolloutv1alpha1.ClusterDegraded, orText(cs.Message, "the workload is Degraded")
+		default:
+			cr.Phase = rolloutv1alpha1.ClusterUpdating
+			cr.Message = fmt.Sprintf("waiting for revision %d to run healthy (now: revision %d, %s)", rel.Spec.Revision, cs.Revision, orText(string(cs.Health), "no status yet"))
+		}
+		ws.Clusters = append(ws.Clusters, cr)
+	}
+	if !s.statusFresh {
+		return false, nil // the binding's next status brings this wave back
+	}
+	if len(degraded) > 0 {
+		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
+	}
+	if healthy < len(wave.Clusters) {
+		ws.Phase, ws.HealthyAt = rolloutv1alpha1.WaveUpdating, nil
+		ws.Message = fmt.Sprintf("%d of %d clusters run revision %d healthy", healthy, len(wave.Clusters), rel.Spec.Revision)
+		deadline := defaultProgressDeadline
+		if d := rel.Spec.Strategy.ProgressDeadline; d != nil {
+			deadline = d.Duration
+		}
+		if left := deadline - s.now.Sub(ws.StartedAt.Time); left <= 0 {
+			return false, c.failed(ctx, s, fmt.Sprintf("wave %s: not healthy within the progress deadline %s", wave.Name, deadline))
+		} else {
+			s.after(left)
+		}
+		return false, nil
+	}
+	if ws.HealthyAt == nil {
+		ws.HealthyAt = &metav1.Time{Time: s.now}
+	}
+	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
+	if wave.Spec != nil && !promoted {
+		g := wave.Spec.Gates
+		if g.BakeTime != nil {
+			if left := g.BakeTime.Duration - s.now.Sub(ws.HealthyAt.Time); left > 0 {
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("healthy; baking for %s more", left.Round(time.Second))
+				s.after(left)
+				return false, nil
+			}
+		}
+		if g.Analysis != nil {
+			phase, err := c.analysisPhase(ctx, s, g.Analysis, wave.Name, wave.Clusters)
+			if err != nil {
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, "held: "+err.Error()
+				return false, hold(s, err)
+			}
+			ws.AnalysisRun = analysisRunName(rel, s.status.ObservedRetry, wave.Name)
+			switch phase {
+			case rolloutv1alpha1.AnalysisSuccessful:
+			case rolloutv1alpha1.AnalysisFailed, rolloutv1alpha1.AnalysisError, rolloutv1alpha1.AnalysisInconclusive:
+				return false, c.failed(ctx, s, fmt.Sprintf("wave %s: analysis %s %s", wave.Name, ws.AnalysisRun, phase))
+			default:
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, "healthy; analysis "+ws.AnalysisRun+" running"
+				return false, nil
+			}
+		}
+		if g.ManualApproval {
+			ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, "healthy; waiting for `flotilla release promote`"
+			return false, nil
+		}
+	}
+	ws.Phase, ws.Message = rolloutv1alpha1.WaveSucceeded, fmt.Sprintf("revision %d runs healthy in all %d", rel.Spec.Revision, len(wave.Clusters))
+	ws.CompletedAt = &metav1.Time{Time: s.now}
+	return true, nil
+}
+
+// failed rolls back when the strategy says so; otherwise the release holds, Failed wave shown.
+func (c *Controller) failed(ctx context.Context, s *step, reason string) error {
+	auto := s.rel.Spec.Strategy.AutoRollback == nil || *s.rel.Spec.Strategy.AutoRollback
+	if auto {
+		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseRolledBack, reason)
+	}
+	if i := int(s.status.CurrentWave); i < len(s.status.Waves) {
+		s.status.Waves[i].Phase = rolloutv1alpha1.WaveFailed
+	}
+	s.status.Message = reason + "; automatic rollback is off: `flotilla release abort` or fix and `retry`"
+	return nil
+}
+
+// rollback returns exactly the clusters this release updated to the stable revision.
+func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha1.ReleasePhase, reason string) error {
+	updated := map[string]bool{}
+	for _, cl := range s.status.UpdatedClusters {
+		updated[cl] = true
+	}
+	kept := s.revs.Pins[:0]
+	for _, p := range s.revs.Pins {
+		if !updated[p.Cluster] {
+			kept = append(kept, p)
+		}
+	}
+	s.revs.Pins = kept
+	for i := range s.status.Waves {
+		w := &s.status.Waves[i]
+		touched := false
+		for j := range w.Clusters {
+			if updated[w.Clusters[j].Name] {
+				w.Clusters[j].Phase, touched = rolloutv1alpha1.ClusterRolledBack, true
+			}
+		}
+		if touched {
+			w.Phase = rolloutv1alpha1.WaveRolledBack
+		}
+	}
+	s.status.Phase = phase
+	s.status.Message = fmt.Sprintf("%s; %d clusters (%s) back on revision %d", reason, len(updated), strings.Join(s.status.UpdatedClusters, ", "), s.revs.Stable)
+	s.status.CompletedAt = &metav1.Time{Time: s.now}
+	rollbacks.WithLabelValues(string(phase)).Inc()
+	return c.terminateAnalysis(ctx, s)
+}
+
+func (c *Controller) placedClusters(ctx context.Context, b workv1alpha1.Binding) ([]clusterv1alpha1.Cluster, error) {
+	var out []clusterv1alpha1.Cluster
+	for _, t := range b.BindingSpec().Clusters {
+		cl := &clusterv1alpha1.Cluster{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, *cl)
+	}
+	return out, nil
+}
+
+// syncWaveStatus keeps one status entry per resolved wave, in order, keeping what is known.
+func syncWaveStatus(status *rolloutv1alpha1.ReleaseStatus, waves []Wave) {
+	old := map[string]rolloutv1alpha1.WaveStatus{}
+	for _, w := range status.Waves {
+		old[w.Name] = w
+	}
+	status.Waves = status.Waves[:0]
+	for _, w := range waves {
+		ws, ok := old[w.Name]
+		if !ok {
+			ws = rolloutv1alpha1.WaveStatus{Name: w.Name, Phase: rolloutv1alpha1.WavePending}
+			for _, cl := range w.Clusters {
+				ws.Clusters = append(ws.Clusters, rolloutv1alpha1.ClusterRelease{Name: cl, Phase: rolloutv1alpha1.ClusterPending})
+			}
+		}
+		status.Waves = append(status.Waves, ws)
+	}
+}
+
+func allClusters(waves []Wave) []string {
+	var out []string
+	for _, w := range waves {
+		out = append(out, w.Clusters...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// validate reports what keeps the strategy from running: unknown analysis templates block,
+// a wave selecting no cluster is reported and passed over.
+func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release, waves []Wave) []string {
+	var problems []string
+	check := func(field string, gate *policyv1alpha1.AnalysisGate) {
+		if gate == nil {
+			return
+		}
+		for j, t := range gate.Templates {
+			if _, err := c.template(ctx, rel.Namespace, t); err != nil {
+				problems = append(problems, fmt.Sprintf("blocking: %s.templates[%d].templateName: %v", field, j, err))
+			}
+		}
+	}
+	for i := range rel.Spec.Strategy.Waves {
+		check(fmt.Sprintf("spec.strategy.waves[%d].gates.analysis", i), rel.Spec.Strategy.Waves[i].Gates.Analysis)
+	}
+	check("spec.strategy.backgroundAnalysis", rel.Spec.Strategy.BackgroundAnalysis)
+	for i, w := range waves {
+		if len(w.Clusters) == 0 {
+			problems = append(problems, fmt.Sprintf("spec.strategy.waves[%d] (%s) selects no cluster the template is placed on", i, w.Name))
+		}
+	}
+	return problems
+}
+
+func blocking(problems []string) bool {
+	for _, p := range problems {
+		if strings.HasPrefix(p, "blocking: ") {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) template(ctx context.Context, namespace string, ref policyv1alpha1.AnalysisTemplateRef) (*rolloutv1alpha1.AnalysisTemplateSpec, error) {
+	if ref.ClusterScope {
+		t := &rolloutv1alpha1.ClusterAnalysisTemplate{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: ref.TemplateName}, t); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("ClusterAnalysisTemplate %q not found; create it or fix the name", ref.TemplateName)
+			}
+			return nil, err
+		}
+		return &t.Spec, nil
+	}
+	t := &rolloutv1alpha1.AnalysisTemplate{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.TemplateName}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("AnalysisTemplate %q not found in namespace %s; create it or set clusterScope for a ClusterAnalysisTemplate", ref.TemplateName, namespace)
+		}
+		return nil, err
+	}
+	return &t.Spec, nil
+}
+
+// analysisRunName names a gate's run; a retry gets fresh runs.
+func analysisRunName(rel *rolloutv1alpha1.Release, retry int32, suffix string) string {
+	n := rel.Name + "-" + suffix
+	if retry > 0 {
+		n += fmt.Sprintf("-retry%d", retry)
+	}
+	if len(n) > 253 {
+		n = n[:253]
+	}
+	return n
+}
+
+// analysisPhase creates the gate's AnalysisRun when missing and returns its phase.
+func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1alpha1.AnalysisGate, suffix string, clusters []string) (rolloutv1alpha1.AnalysisPhase, error) {
+	rel := s.rel
+	name := analysisRunName(rel, s.status.ObservedRetry, suffix)
+	run := &rolloutv1alpha1.AnalysisRun{}
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: name}, run)
+	if err == nil {
+		return run.Status.Phase, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	var specs []rolloutv1alpha1.AnalysisTemplateSpec
+	for _, t := range gate.Templates {
+		spec, err := c.template(ctx, rel.Namespace, t)
+		if err != nil {
+			return "", err
+		}
+		specs = append(specs, *spec)
+	}
+	value := func(v string) *string { return &v }
+	args := []rolloutv1alpha1.Argument{
+		{Name: "namespace", Value: value(rel.Spec.Resource.Namespace)}, {Name: "name", Value: value(rel.Spec.Resource.Name)},
+		{Name: "revision", Value: value(fmt.Sprint(rel.Spec.Revision))}, {Name: "stable-revision", Value: value(fmt.Sprint(rel.Spec.StableRevision))},
+		{Name: "wave", Value: value(suffix)}, {Name: "clusters", Value: value(strings.Join(clusters, ","))},
+	}
+	for _, a := range gate.Args {
+		args = append(args, rolloutv1alpha1.Argument{Name: a.Name, Value: value(a.Value)})
+	}
+	run, err = analysis.NewRun(rel.Namespace, name, specs, args, clusters)
+	if err != nil {
+		return "", &configError{fmt.Errorf("analysis for %s: %w", suffix, err)}
+	}
+	if err := ctrl.SetControllerReference(rel, run, c.Client.Scheme()); err != nil {
+		return "", err
+	}
+	if err := c.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	return rolloutv1alpha1.AnalysisRunning, nil
+}
+
+// terminateAnalysis stops the release's runs still measuring.
+func (c *Controller) terminateAnalysis(ctx context.Context, s *step) error {
+	runs := &rolloutv1alpha1.AnalysisRunList{}
+	if err := c.Client.List(ctx, runs, client.InNamespace(s.rel.Namespace)); err != nil {
+		return err
+	}
+	for i := range runs.Items {
+		run := &runs.Items[i]
+		if !metav1.IsControlledBy(run, s.rel) || run.Spec.Terminate || run.Status.Phase.Completed() {
+			continue
+		}
+		patch := client.MergeFrom(run.DeepCopy())
+		run.Spec.Terminate = true
+		if err := c.Client.Patch(ctx, run, patch); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// configError is a mistake in what the user wrote: the release holds and says so, nothing is
+// rolled back for it.
+type configError struct{ err error }
+
+func (c *configError) Error() string { return c.err.Error() }
+
+// hold shows a configuration problem on the release and retries later.
+func hold(s *step, err error) error {
+	var ce *configError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	meta.SetStatusCondition(&s.status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidAnalysis",
+		Message: ce.Error(), ObservedGeneration: s.rel.Generation})
+	s.status.Message = "held: " + ce.Error()
+	s.after(15 * time.Second)
+	return nil
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

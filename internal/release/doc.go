@@ -1,0 +1,25 @@
+// Package release carries a template change over the fleet in waves.
+//
+// The Recorder watches bindings whose policy has a rollout. The first revision of a template
+// becomes stable at once; every later change of its workload (anything but metadata, status
+// and replicas) is recorded as revision latest+1 (an apps/v1 ControllerRevision owned by the
+// binding, the newest revisionHistoryLimit kept) and starts a Release from the stable revision.
+//
+// The Controller drives Releases. Each reconcile resolves the waves from the clusters the
+// template is placed on now (see ResolveWaves), pins the current wave's clusters to the new
+// revision (maxUnavailable at a time), waits until the binding reports every one of them
+// running it Healthy, then for the wave's gates (bake time, analysis, manual approval) and
+// moves on in the same reconcile, so a passed wave costs no extra round trip. After the last
+// wave the revision becomes stable and the pins are dropped. A cluster that joins mid-release
+// gets the new revision if its wave has passed, the stable one otherwise.
+//
+// Degraded health in a wave, a progress deadline passed, or a failed analysis rolls back (when
+// autoRollback, the default): exactly the clusters the release updated lose their pins and
+// render the stable revision again; later waves were never touched. Abort does the same on
+// request. A newer revision supersedes an unfinished release: the old one stops where it is,
+// its updated clusters keep their revision until the new release's waves reach them, and the
+// new release counts them as its own, so aborting it returns them to stable too.
+//
+// It writes only Releases, AnalysisRuns, ControllerRevisions and a binding's spec.revisions;
+// never Works or member objects (the binding controller renders each cluster's pinned revision).
+package release

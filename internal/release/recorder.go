@@ -1,0 +1,166 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+const defaultHistory = 10
+
+// Recorder records template revisions and starts releases. It reconciles bindings whose policy
+// has a rollout: the first revision becomes stable at once; every later change of the workload
+// gets revision latest+1 and a Release from the stable revision to it.
+type Recorder struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the recorder.
+func (r *Recorder) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("release-recorder").
+		For(&workv1alpha1.ResourceBinding{}).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r)
+}
+
+// PolicySpec reads the spec of the policy a binding names.
+func PolicySpec(ctx context.Context, c client.Reader, ref workv1alpha1.PolicyReference) (*policyv1alpha1.PropagationSpec, error) {
+	if ref.Kind == "ClusterPropagationPolicy" {
+		p := &policyv1alpha1.ClusterPropagationPolicy{}
+		if err := c.Get(ctx, client.ObjectKey{Name: ref.Name}, p); err != nil {
+			return nil, err
+		}
+		return &p.Spec, nil
+	}
+	p := &policyv1alpha1.PropagationPolicy{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, p); err != nil {
+		return nil, err
+	}
+	return &p.Spec, nil
+}
+
+// ReleaseName is the name of the release of a binding's revision.
+func ReleaseName(b workv1alpha1.Binding, rev int64) string { return RevisionName(b, rev) }
+
+// Reconcile records a new revision when the template's workload changed.
+func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := workv1alpha1.NewBinding(req.Namespace, req.Name)
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	bs := b.BindingSpec()
+	policy, err := PolicySpec(ctx, r.Client, bs.PolicyRef)
+	if err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if policy.Rollout == nil {
+		if bs.Revisions != nil { // the rollout was removed: every cluster takes the template as it is
+			return ctrl.Result{}, r.setRevisions(ctx, b, nil)
+		}
+		return ctrl.Result{}, nil
+	}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetGroupVersionKind(schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind))
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	hash := WorkloadHash(tmpl)
+	if bs.Revisions == nil {
+		if err := recordRevision(ctx, r.Client, b, tmpl, 1, hash); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1})
+	}
+	latest := &appsv1.ControllerRevision{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, bs.Revisions.Latest)}, latest); err != nil {
+		return ctrl.Result{}, err
+	}
+	if latest.Annotations[RevisionHashAnnotation] == hash {
+		return ctrl.Result{}, nil
+	}
+	next := bs.Revisions.Latest + 1
+	if err := recordRevision(ctx, r.Client, b, tmpl, next, hash); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, err
+	}
+	rel := &rolloutv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: map[string]string{BindingLabel: bindingHash(b)}},
+		Spec: rolloutv1alpha1.ReleaseSpec{
+			Binding:        rolloutv1alpha1.BindingReference{Kind: bindingKind(b), Name: b.GetName()},
+			Resource:       rolloutv1alpha1.ResourceReference{APIVersion: bs.Resource.APIVersion, Kind: bs.Resource.Kind, Namespace: bs.Resource.Namespace, Name: bs.Resource.Name},
+			Revision:       next,
+			StableRevision: bs.Revisions.Stable,
+			Strategy:       *policy.Rollout.DeepCopy(),
+		},
+	}
+	if b.GetNamespace() != "" {
+		gvk := b.GetObjectKind().GroupVersionKind()
+		rel.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.GetName(), UID: b.GetUID()}}
+	}
+	if err := r.Client.Create(ctx, rel); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("creating release %s: %w", rel.Name, err)
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(b, rel, corev1.EventTypeNormal, "ReleaseStarted", "Release", "revision %d recorded; release %s moves it from revision %d wave by wave", next, rel.Name, bs.Revisions.Stable)
+	}
+	revs := bs.Revisions.DeepCopy()
+	revs.Latest = next
+	if err := r.setRevisions(ctx, b, revs); err != nil {
+		return ctrl.Result{}, err
+	}
+	limit := defaultHistory
+	if l := policy.Rollout.RevisionHistoryLimit; l != nil {
+		limit = int(*l)
+	}
+	keep := map[int64]bool{revs.Stable: true, revs.Latest: true}
+	for _, p := range revs.Pins {
+		keep[p.Revision] = true
+	}
+	return ctrl.Result{}, pruneRevisions(ctx, r.Client, b, limit, keep)
+}
+
+func bindingKind(b workv1alpha1.Binding) string {
+	if b.GetNamespace() == "" {
+		return "ClusterResourceBinding"
+	}
+	return "ResourceBinding"
+}
+
+func (r *Recorder) setRevisions(ctx context.Context, b workv1alpha1.Binding, revs *workv1alpha1.Revisions) error {
+	return SetRevisions(ctx, r.Client, b, revs)
+}
+
+// SetRevisions writes a binding's revisions when they changed, pins sorted by cluster.
+func SetRevisions(ctx context.Context, c client.Client, b workv1alpha1.Binding, revs *workv1alpha1.Revisions) error {
+	if revs != nil {
+		sort.Slice(revs.Pins, func(i, j int) bool { return revs.Pins[i].Cluster < revs.Pins[j].Cluster })
+	}
+	if apiequality.Semantic.DeepEqual(revs, b.BindingSpec().Revisions) {
+		return nil
+	}
+	// Optimistic lock: pins written from a stale cached binding would undo newer ones.
+	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	b.BindingSpec().Revisions = revs
+	return c.Patch(ctx, b, patch)
+}

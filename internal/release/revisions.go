@@ -1,0 +1,132 @@
+package release
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// Labels and annotations of revision snapshots.
+const (
+	// BindingLabel holds a short hash of the binding's kind, namespace and name: binding names
+	// can be longer than a label value.
+	BindingLabel = "rollout.flotilla.dev/binding"
+	// RevisionHashAnnotation is the workload hash a revision was recorded for.
+	RevisionHashAnnotation = "rollout.flotilla.dev/revision-hash"
+)
+
+// RevisionName is the ControllerRevision holding a binding's revision rev.
+func RevisionName(b workv1alpha1.Binding, rev int64) string {
+	suffix := "-r" + strconv.FormatInt(rev, 10)
+	name := b.GetName()
+	if len(name)+len(suffix) > 253 {
+		name = name[:253-len(suffix)]
+	}
+	return name + suffix
+}
+
+// Namespace is where a binding's revisions and releases live: the template's namespace, or
+// flotilla's own for cluster-scoped templates.
+func Namespace(b workv1alpha1.Binding) string {
+	if b.GetNamespace() == "" {
+		return kube.SystemNamespace
+	}
+	return b.GetNamespace()
+}
+
+func bindingHash(b workv1alpha1.Binding) string {
+	sum := sha256.Sum256([]byte(b.GetObjectKind().GroupVersionKind().Kind + "/" + b.GetNamespace() + "/" + b.GetName()))
+	return hex.EncodeToString(sum[:])[:40]
+}
+
+// WorkloadHash hashes what a release is about: the template without metadata, status and
+// replicas. A change of replicas or labels alone is not a new revision.
+func WorkloadHash(tmpl *unstructured.Unstructured) string {
+	c := tmpl.DeepCopy()
+	delete(c.Object, "metadata")
+	delete(c.Object, "status")
+	in := interpret.For(c.GroupVersionKind().GroupKind())
+	if _, has, _ := in.GetReplicas(c); has {
+		_ = in.ReviseReplica(c, 0)
+	}
+	data, _ := json.Marshal(c.Object)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:32]
+}
+
+// snapshot is what a revision stores: the template without status and server metadata.
+func snapshot(tmpl *unstructured.Unstructured) ([]byte, error) {
+	c := tmpl.DeepCopy()
+	delete(c.Object, "status")
+	c.Object["metadata"] = map[string]any{"name": tmpl.GetName(), "namespace": tmpl.GetNamespace(),
+		"labels": tmpl.GetLabels(), "annotations": tmpl.GetAnnotations()}
+	return json.Marshal(c.Object)
+}
+
+// recordRevision writes revision rev of the template, owned by the binding.
+func recordRevision(ctx context.Context, c client.Client, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, hash string) error {
+	data, err := snapshot(tmpl)
+	if err != nil {
+		return err
+	}
+	gvk := b.GetObjectKind().GroupVersionKind()
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: RevisionName(b, rev), Namespace: Namespace(b),
+			Labels:      map[string]string{BindingLabel: bindingHash(b)},
+			Annotations: map[string]string{RevisionHashAnnotation: hash},
+		},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: rev,
+	}
+	if b.GetNamespace() != "" { // owners must share the namespace; cluster-scoped ones are collected by the binding controller
+		cr.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.GetName(), UID: b.GetUID()}}
+	}
+	return c.Create(ctx, cr)
+}
+
+// LoadRevision returns the template as recorded in revision rev and its workload hash.
+func LoadRevision(ctx context.Context, c client.Reader, b workv1alpha1.Binding, rev int64) (*unstructured.Unstructured, string, error) {
+	cr := &appsv1.ControllerRevision{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, rev)}, cr); err != nil {
+		return nil, "", fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(cr.Data.Raw); err != nil {
+		return nil, "", fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
+	}
+	return u, cr.Annotations[RevisionHashAnnotation], nil
+}
+
+// pruneRevisions keeps the newest limit revisions and every revision still pinned or stable.
+func pruneRevisions(ctx context.Context, c client.Client, b workv1alpha1.Binding, limit int, keep map[int64]bool) error {
+	list := &appsv1.ControllerRevisionList{}
+	if err := c.List(ctx, list, client.InNamespace(Namespace(b)), client.MatchingLabels{BindingLabel: bindingHash(b)}); err != nil {
+		return err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Revision > list.Items[j].Revision })
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if i < limit || keep[cr.Revision] {
+			continue
+		}
+		if err := c.Delete(ctx, cr); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
