@@ -116,6 +116,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (c *Controller) recordCompletion(run *rolloutv1alpha1.AnalysisRun) {
+	runOutcomes.WithLabelValues(string(run.Status.Phase)).Inc()
 	if c.Recorder == nil {
 		return
 	}
