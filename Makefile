@@ -36,9 +36,10 @@ test: tools build ## Unit tests, then end-to-end tests on a local fleet
 e2e: tools build ## End-to-end tests only
 	FLOTILLA_BIN_DIR=$(BIN) go test -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... $(if $(RUN),-run '$(RUN)')
 
-demo: tools build ## Bring up the local fleet, join its members and show them Ready
+demo: tools build ## Local fleet up, then a bad release rolled back by Prometheus analysis and a good one through every wave
 	$(FLOTILLA) up --bin-dir $(BIN)
 	$(FLOTILLA) get clusters -o wide
+	$(FLOTILLA) demo --bin-dir $(BIN)
 	@hack/next-steps.sh
 
 bench: tools build ## Print figures: fleet up time, memory, failure detection; propagation vs a plain SSA client

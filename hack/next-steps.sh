@@ -11,5 +11,8 @@ The local fleet is up and its members are Ready. Try next:
   bin/flotilla fleet start west                       # and comes back
   kubectl --kubeconfig $(bin/flotilla kubeconfig east) get nodes
   kubectl apply -f examples/propagation/shop.yaml     # propagate an app (see its README)
+  bin/flotilla release get deployment/shop -n demo    # the demo's last release, as a tree
+  kubectl -n demo set image deployment/shop shop=registry.example/shop:2.0-bad
+  bin/flotilla release watch deployment/shop -n demo  # watch analysis roll it back
   bin/flotilla down                                   # stop everything (data kept; --purge removes it)
 MSG

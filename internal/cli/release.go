@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -265,19 +267,27 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 	return nil
 }
 
+// watchRelease redraws the tree in place on a terminal; elsewhere (a log, a pipe) it prints
+// each new state once, under a rule.
 func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
+	f, isFile := out.(*os.File)
+	tty := isFile && term.IsTerminal(int(f.Fd()))
 	var last string
+	lines := 0
 	for {
 		var buf strings.Builder
 		if err := printRelease(&buf, t); err != nil {
 			return err
 		}
 		if s := buf.String(); s != last {
-			if last != "" {
+			switch {
+			case tty && lines > 0:
+				fmt.Fprintf(out, "\033[%dA\033[J", lines) // up over the last frame, clear to the end
+			case last != "":
 				fmt.Fprintln(out, strings.Repeat("─", 60))
 			}
 			fmt.Fprint(out, s)
-			last = s
+			last, lines = s, strings.Count(s, "\n")
 		}
 		if t.release == nil || isFinal(t.release.Status.Phase) {
 			return nil

@@ -77,7 +77,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
 		withKubeFlags(g, newJoinCommand(g)), withKubeFlags(g, newUnjoinCommand(g)), withKubeFlags(g, newGetCommand(g)), withKubeFlags(g, newDescribeCommand(g)),
 		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g),
-		newBenchCommand(g), newVersionCommand(g),
+		newBenchCommand(g), newDemoCommand(g), newVersionCommand(g),
 	)
 	return root
 }

@@ -419,11 +419,11 @@ func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha
 			}
 		}
 		if touched {
-			w.Phase = rolloutv1alpha1.WaveRolledBack
+			w.Phase, w.Message = rolloutv1alpha1.WaveRolledBack, "rolled back to revision "+fmt.Sprint(s.revs.Stable)
 		}
 	}
 	s.status.Phase = phase
-	s.status.Message = fmt.Sprintf("%s; %d clusters (%s) back on revision %d", reason, len(updated), strings.Join(s.status.UpdatedClusters, ", "), s.revs.Stable)
+	s.status.Message = fmt.Sprintf("%s; %s back on revision %d", reason, strings.Join(s.status.UpdatedClusters, ", "), s.revs.Stable)
 	s.status.CompletedAt = &metav1.Time{Time: s.now}
 	rollbacks.WithLabelValues(string(phase)).Inc()
 	return c.terminateAnalysis(ctx, s)
@@ -565,6 +565,7 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 		{Name: "namespace", Value: value(rel.Spec.Resource.Namespace)}, {Name: "name", Value: value(rel.Spec.Resource.Name)},
 		{Name: "revision", Value: value(fmt.Sprint(rel.Spec.Revision))}, {Name: "stable-revision", Value: value(fmt.Sprint(rel.Spec.StableRevision))},
 		{Name: "wave", Value: value(suffix)}, {Name: "clusters", Value: value(strings.Join(clusters, ","))},
+		{Name: "cluster-regex", Value: value(strings.Join(clusters, "|"))}, // for PromQL: cluster=~"{{args.cluster-regex}}"
 	}
 	for _, a := range gate.Args {
 		args = append(args, rolloutv1alpha1.Argument{Name: a.Name, Value: value(a.Value)})
