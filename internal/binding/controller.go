@@ -90,6 +90,11 @@ func enqueueBindingAfter(delay time.Duration) handler.EventHandler {
 	}
 }
 
+type writtenWork struct {
+	uid        types.UID
+	generation int64
+}
+
 // Controller reconciles bindings into Works and statuses.
 type Controller struct {
 	Client client.Client
@@ -201,11 +206,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for i := range works {
 		key := client.ObjectKeyFromObject(&works[i])
-		if g, ok := c.written.Load(key); ok {
-			if works[i].Generation < g.(int64) {
+		if v, ok := c.written.Load(key); ok {
+			wrote := v.(writtenWork)
+			if works[i].UID == wrote.uid && works[i].Generation < wrote.generation {
 				return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 			}
-			c.written.Delete(key)
+			c.written.Delete(key) // caught up, or a new Work of that name
 		}
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
@@ -387,7 +393,7 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating work %s/%s: %w", ns, name, err)
 		}
-		c.written.Store(client.ObjectKeyFromObject(w), w.Generation)
+		c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 		return true, nil
 	}
 	if workSpecEqual(w.Spec, spec) && w.Labels[workv1alpha1.RevisionLabel] == labels[workv1alpha1.RevisionLabel] {
@@ -403,7 +409,7 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	if err := c.Client.Patch(ctx, w, patch); err != nil {
 		return false, err
 	}
-	c.written.Store(client.ObjectKeyFromObject(w), w.Generation)
+	c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 	return true, nil
 }
 

@@ -117,7 +117,9 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	cluster := w.Labels[workv1alpha1.ClusterLabel]
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", cluster, "work", req.String())
 	health, connected := e.Members.Health(cluster)
-	reachable := connected && health.Readiness == clustercache.ReadinessReady
+	// Unknown (not probed yet, just after a restart) is not a failure: the Works say what they
+	// said, and a member that really is down fails its calls within the timeout.
+	reachable := connected && health.Readiness != clustercache.ReadinessNotReady
 
 	if !w.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(w, Finalizer) {
@@ -188,8 +190,10 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 }
 
 type appliedWork struct {
+	uid        types.UID
 	generation int64
 	hash       string
+	objects    []workv1alpha1.AppliedObject
 }
 
 var errStaleWork = errors.New("the cached Work is older than the one last applied")
@@ -217,17 +221,18 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		return err
 	}
 	hash := manifestsHash(w)
-	if last, ok := e.applied.Load(key); ok && last.(appliedWork).generation > w.Generation {
+	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID && last.(appliedWork).generation > w.Generation {
 		return errStaleWork // the cache lags behind our own apply; the newer Work's event follows
 	}
 	// What this process applied decides; the status only after a restart, as it can lag behind
 	// the last apply by the settle window.
 	var unchanged bool
-	if last, ok := e.applied.Load(key); ok {
+	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID {
 		unchanged = last.(appliedWork).hash == hash
 	} else {
 		unchanged = status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
 	}
+	var objects []workv1alpha1.AppliedObject
 	for i, m := range w.Spec.Manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
@@ -280,25 +285,35 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				return fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
 			}
 		}
-		if i == len(w.Spec.Manifests)-1 { // the template; earlier manifests are its dependencies
-			// The cache may not have seen the apply yet: its status would be the old spec's.
-			if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok &&
-				(live == nil || cached.GetGeneration() >= live.GetGeneration()) {
-				live = cached
-			}
-			if live != nil {
-				in := interpret.For(gvk.GroupKind())
-				status.Health = in.Health(live)
-				st := in.ReflectStatus(live)
-				if st != nil {
+		// The cache may not have seen the apply yet: its status would be the old spec's.
+		if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok &&
+			(live == nil || cached.GetGeneration() >= live.GetGeneration()) {
+			live = cached
+		}
+		ref := workv1alpha1.AppliedObject{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Health: workv1alpha1.HealthUnknown}
+		if live != nil {
+			in := interpret.For(gvk.GroupKind())
+			ref.Health = in.Health(live)
+			if i == len(w.Spec.Manifests)-1 { // the template; earlier manifests are its dependencies
+				status.Health = ref.Health
+				if st := in.ReflectStatus(live); st != nil {
 					raw, _ := json.Marshal(st)
 					status.ManifestStatus = &runtime.RawExtension{Raw: raw}
 				}
 			}
 		}
+		objects = append(objects, ref)
 	}
+	previous := status.Objects
+	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID {
+		previous = last.(appliedWork).objects
+	}
+	if err := e.prune(ctx, cluster, w, previous, objects); err != nil {
+		return err
+	}
+	status.Objects = objects
 	status.AppliedHash = hash
-	e.applied.Store(key, appliedWork{w.Generation, hash})
+	e.applied.Store(key, appliedWork{w.UID, w.Generation, hash, objects})
 	setApplied(status, w, metav1.ConditionTrue, "Applied", "the manifests are applied in the member")
 	return nil
 }
@@ -394,6 +409,61 @@ func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1a
 		cancel()
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting %s %s/%s in cluster %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cluster, err)
+		}
+	}
+	return nil
+}
+
+// prune removes from the member the objects a Work applied before and no longer holds (a
+// dependency the template stopped referencing, a canary that finished), unless another Work
+// of this cluster still holds them or they are not Flotilla's.
+func (e *Executor) prune(ctx context.Context, cluster string, w *workv1alpha1.Work, previous, current []workv1alpha1.AppliedObject) error {
+	kept := map[workv1alpha1.AppliedObject]bool{}
+	for _, o := range current {
+		o.Health = ""
+		kept[o] = true
+	}
+	var gone []workv1alpha1.AppliedObject
+	for _, o := range previous {
+		o.Health = ""
+		if !kept[o] {
+			gone = append(gone, o)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	member, err := e.Members.Get(cluster)
+	if err != nil {
+		return err
+	}
+	others := &workv1alpha1.WorkList{}
+	if err := e.Client.List(ctx, others, client.InNamespace(w.Namespace)); err != nil {
+		return err
+	}
+	for _, o := range gone {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion(o.APIVersion)
+		obj.SetKind(o.Kind)
+		obj.SetNamespace(o.Namespace)
+		obj.SetName(o.Name)
+		if usedByAnotherWork(others.Items, w, obj) {
+			continue
+		}
+		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
+		if err != nil {
+			continue // the member no longer serves the kind: nothing to remove
+		}
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		ri := member.Dynamic.Resource(mapping.Resource).Namespace(o.Namespace)
+		live, err := ri.Get(cctx, o.Name, metav1.GetOptions{})
+		if err == nil && live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue {
+			policy := metav1.DeletePropagationBackground
+			err = ri.Delete(cctx, o.Name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: ptrUID(live.GetUID())}})
+		}
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("removing %s %s/%s, no longer in the Work, from cluster %s: %w", o.Kind, o.Namespace, o.Name, cluster, err)
 		}
 	}
 	return nil

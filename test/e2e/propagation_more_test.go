@@ -56,8 +56,20 @@ func TestDependencyFollowsItsWorkload(t *testing.T) {
 	g.Eventually(func() bool { return existsIn(t, "east", dep) }).Should(gomega.BeTrue())
 	g.Expect(existsIn(t, "west", cfg)).To(gomega.BeFalse(), "the dependency goes only where its workload goes")
 
+	// The workload stops referencing it: it leaves the member, the workload stays.
+	g.Eventually(func() error {
+		cur := &appsv1.Deployment{}
+		if err := cp.Get(context.Background(), client.ObjectKeyFromObject(dep), cur); err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].EnvFrom = nil
+		return cp.Update(context.Background(), cur)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() bool { return existsIn(t, "east", cfg) }).Should(gomega.BeFalse(), "a dependency no longer referenced is pruned")
+	g.Expect(existsIn(t, "east", dep)).To(gomega.BeTrue())
+
 	g.Expect(cp.Delete(context.Background(), dep)).To(gomega.Succeed())
-	g.Eventually(func() bool { return existsIn(t, "east", cfg) }).Should(gomega.BeFalse(), "the dependency is cleaned up with its workload")
+	g.Eventually(func() bool { return existsIn(t, "east", dep) }).Should(gomega.BeFalse(), "the workload is cleaned up")
 }
 
 // A member-side scaler (an HPA writes through the scale subresource) keeps its replicas when

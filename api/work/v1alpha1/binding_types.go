@@ -386,6 +386,31 @@ type WorkStatus struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	ManifestStatus *runtime.RawExtension `json:"manifestStatus,omitempty"`
+	// objects are the member objects last applied, with their health: an object that leaves
+	// the manifests is removed from the member.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Objects []AppliedObject `json:"objects,omitempty"`
+}
+
+// AppliedObject is one member object a Work applied.
+type AppliedObject struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=316
+	APIVersion string `json:"apiVersion"`
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// health of the object in the member.
+	// +optional
+	Health Health `json:"health,omitempty"`
 }
 
 // Work is the rendered manifests of one binding for one member cluster, in that cluster's

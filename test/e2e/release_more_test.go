@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis"
+)
+
+// A job analysis runs its Job in the wave's clusters only (kwok completes its pod), and its
+// success passes the gate.
+func TestJobAnalysisRunsInTheWavesClusters(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "job-analysis"
+	ensureNamespace(t, cp, ns)
+	jobPods := podSpec("smoke")
+	jobPods.Spec.RestartPolicy = "Never"
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&batchv1.JobSpec{Template: jobPods, BackoffLimit: ptr.To[int32](0)})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	spec, err := json.Marshal(raw)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	tmpl := &rolloutv1alpha1.AnalysisTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
+		Spec: rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{{
+			Name: "smoke", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{Spec: runtime.RawExtension{Raw: spec}}},
+		}}},
+	}
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "smoke-tested", ClusterNames: []string{"west"}, Gates: policyv1alpha1.Gates{Analysis: &policyv1alpha1.AnalysisGate{
+					Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: "smoke"}},
+				}}},
+			}},
+		},
+	}
+	web := webDeployment(ns, 1)
+	createAll(t, g, tmpl, policy, web)
+	g.Eventually(func() string { return memberImage(t, "europe", ns, "web") }).Should(gomega.Equal("registry.example/web:1"))
+	g.Eventually(func() bool { return bindingOf(ctx, ns, "web-deployment").Spec.Revisions != nil }).Should(gomega.BeTrue())
+
+	setImage(t, g, web, "registry.example/web:2")
+	rel := "web-deployment-r2"
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, rel) }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+	jobsIn := func(cluster string) int {
+		list := &batchv1.JobList{}
+		if err := memberClient(t, cluster).List(ctx, list, client.InNamespace(ns), client.MatchingLabels{analysis.AnalysisRunLabel: rel + "-smoke-tested"}); err != nil {
+			return -1
+		}
+		return len(list.Items)
+	}
+	g.Expect(jobsIn("west")).To(gomega.Equal(1), "the analysis Job ran in the wave's cluster")
+	g.Expect(jobsIn("east")).To(gomega.Equal(0))
+	g.Expect(jobsIn("europe")).To(gomega.Equal(0))
+	run := &rolloutv1alpha1.AnalysisRun{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-smoke-tested"}, run)).To(gomega.Succeed())
+	g.Expect(run.Status.Phase).To(gomega.Equal(rolloutv1alpha1.AnalysisSuccessful))
+}
+
+// A cluster that becomes a placement target mid-release takes the revision its wave implies:
+// the new one in the wave in progress, the stable one in a wave not reached yet.
+func TestClusterJoiningMidReleaseGetsItsWavesRevision(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "joining"
+	ensureNamespace(t, cp, ns)
+	setTier := func(cluster, tier string) {
+		g.Eventually(func() error {
+			cl := &clusterv1alpha1.Cluster{}
+			if err := cp.Get(ctx, client.ObjectKey{Name: cluster}, cl); err != nil {
+				return err
+			}
+			if tier == "" {
+				delete(cl.Labels, "e2e-tier")
+			} else {
+				cl.Labels["e2e-tier"] = tier
+			}
+			return cp.Update(ctx, cl)
+		}).Should(gomega.Succeed())
+	}
+	setTier("east", "web")
+	t.Cleanup(func() {
+		for _, c := range []string{"east", "west", "europe"} {
+			setTier(c, "")
+		}
+	})
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{
+				LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"e2e-tier": "web"}},
+			}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "first", ClusterNames: []string{"east", "west"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
+			}},
+		},
+	}
+	web := webDeployment(ns, 1)
+	createAll(t, g, policy, web)
+	g.Eventually(func() string { return memberImage(t, "east", ns, "web") }).Should(gomega.Equal("registry.example/web:1"))
+	g.Eventually(func() bool { return bindingOf(ctx, ns, "web-deployment").Spec.Revisions != nil }).Should(gomega.BeTrue())
+
+	setImage(t, g, web, "registry.example/web:2")
+	rel := "web-deployment-r2"
+	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase(ns, rel, 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+
+	// west joins the wave in progress, europe the rest wave that has not started.
+	setTier("west", "web")
+	setTier("europe", "web")
+	g.Eventually(func() string { return memberImage(t, "west", ns, "web") }).Should(gomega.Equal("registry.example/web:2"), "west is in the wave in progress")
+	g.Eventually(func() string { return memberImage(t, "europe", ns, "web") }).Should(gomega.Equal("registry.example/web:1"), "europe's wave has not started: stable")
+
+	out, err := flotilla("release", "promote", "deployment/web", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, rel) }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+	g.Eventually(func() string { return memberImage(t, "europe", ns, "web") }).Should(gomega.Equal("registry.example/web:2"))
+}
+
+// Nonsense in a rollout is refused at admission with a message naming what to fix.
+func TestInvalidRolloutsAreRejected(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ensureNamespace(t, cp, "bad-rollouts")
+	for _, tc := range []struct {
+		name  string
+		waves []policyv1alpha1.Wave
+		want  string
+	}{
+		{"over-100", []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](60)}, {Name: "b", Percentage: ptr.To[int32](50)}}, "percentages add up to more than 100"},
+		{"two-ways", []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](10), ClusterNames: []string{"east"}}}, "exactly one way"},
+		{"no-way", []policyv1alpha1.Wave{{Name: "a"}}, "exactly one way"},
+		{"same-name", []policyv1alpha1.Wave{{Name: "a", ClusterNames: []string{"east"}}, {Name: "a", ClusterNames: []string{"west"}}}, "wave names must be unique"},
+		{"percent-zero", []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](0)}}, "percentage"},
+		{"bad-name", []policyv1alpha1.Wave{{Name: "Wave One", ClusterNames: []string{"east"}}}, "name"},
+		{"no-waves", nil, "waves"},
+	} {
+		p := &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "bad-rollouts"},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+				Rollout:           &policyv1alpha1.RolloutStrategy{Waves: tc.waves},
+			},
+		}
+		err := cp.Create(ctx, p)
+		g.Expect(err).To(gomega.HaveOccurred(), tc.name)
+		g.Expect(err.Error()).To(gomega.ContainSubstring(tc.want), tc.name)
+	}
+}
