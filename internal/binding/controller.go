@@ -197,6 +197,9 @@ func (c *Controller) works(ctx context.Context, b workv1alpha1.Binding) ([]workv
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := workv1alpha1.NewBinding(req.Namespace, req.Name)
 	if err := c.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forgetWrites(b)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	bs := b.BindingSpec()
@@ -291,7 +294,38 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing, renderErrors)
 }
 
+// forgetWrites drops the write expectations of a binding's Works.
+func (c *Controller) forgetWrites(b workv1alpha1.Binding) {
+	name := WorkName(b)
+	c.written.Range(func(k, _ any) bool {
+		if k.(client.ObjectKey).Name == name {
+			c.written.Delete(k)
+		}
+		return true
+	})
+}
+
+// unseenWrite reports a Work this controller created that the cache does not list yet.
+func (c *Controller) unseenWrite(b workv1alpha1.Binding, works []workv1alpha1.Work) bool {
+	listed := map[client.ObjectKey]bool{}
+	for i := range works {
+		listed[client.ObjectKeyFromObject(&works[i])] = true
+	}
+	name, unseen := WorkName(b), false
+	c.written.Range(func(k, _ any) bool {
+		if key := k.(client.ObjectKey); key.Name == name && !listed[key] {
+			unseen = true
+		}
+		return !unseen
+	})
+	return unseen
+}
+
 func (c *Controller) finalize(ctx context.Context, b workv1alpha1.Binding, works []workv1alpha1.Work) (ctrl.Result, error) {
+	if c.unseenWrite(b, works) {
+		// A Work created a moment ago is not listed yet; it must be deleted too.
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
 	for i := range works {
 		if works[i].DeletionTimestamp.IsZero() {
 			if err := c.Client.Delete(ctx, &works[i]); err != nil && !apierrors.IsNotFound(err) {
@@ -302,6 +336,13 @@ func (c *Controller) finalize(ctx context.Context, b workv1alpha1.Binding, works
 	if len(works) > 0 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil // the executor is removing member objects
 	}
+	if b.GetNamespace() == "" {
+		// Nothing owns a cluster-scoped binding's revisions and releases: they go with it.
+		if err := release.DeleteHistory(ctx, c.Client, b); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	c.forgetWrites(b)
 	patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
 	controllerutil.RemoveFinalizer(b, Finalizer)
 	return ctrl.Result{}, c.Client.Patch(ctx, b, patch)

@@ -148,7 +148,7 @@ func newReleaseCommand(g *globals) *cobra.Command {
 	undo := sub("undo", "Put a previous revision's workload back into the template (a new release carries it)", func(cmd *cobra.Command, t *releaseTarget) error {
 		return undoRelease(cmd.Context(), out, t, toRevision)
 	})
-	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to go back to (default: the stable one, or the one before it)")
+	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to go back to (default: before the last release that went through, else the stable one)")
 	cmd.AddCommand(get, watch, pause, resume, promote, abort, retry, undo)
 	return cmd
 }
@@ -164,9 +164,11 @@ func report(out io.Writer, t *releaseTarget, what string, err error) error {
 func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64) error {
 	revs := t.binding.BindingSpec().Revisions
 	if to == 0 {
+		// Undo the last change: back to what ran before a release that went through, else to
+		// what runs now (the stable revision a failed or unfinished release left in place).
 		to = revs.Stable
-		if to == revs.Latest {
-			to = revs.Latest - 1
+		if t.release != nil && t.release.Status.Phase == rolloutv1alpha1.ReleaseSucceeded {
+			to = t.release.Spec.StableRevision
 		}
 	}
 	if to < 1 || to >= revs.Latest+1 {

@@ -112,6 +112,10 @@ func (e *Executor) onMemberChange(ev clustercache.ObjectEvent) {
 func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	w := &workv1alpha1.Work{}
 	if err := e.Client.Get(ctx, req.NamespacedName, w); err != nil {
+		if apierrors.IsNotFound(err) {
+			e.applied.Delete(req.NamespacedName)
+			e.dirtySince.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	cluster := w.Labels[workv1alpha1.ClusterLabel]

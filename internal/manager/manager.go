@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release recorder: %w", err)
 	}
-	if err := (&release.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
+	if err := (&release.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
 	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: mgr.GetEventRecorder("flotilla-analysis")}).SetupWithManager(mgr); err != nil {

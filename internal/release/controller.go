@@ -37,7 +37,10 @@ const ConditionValid = "Valid"
 // Controller drives Releases: it moves the binding's revision pins wave by wave and never
 // writes anything else of the binding, nor any member object.
 type Controller struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads the Release itself uncached: a decision from a stale cached Release (one
+	// that has not seen its own rollback yet) would pin clusters back to a revision it left.
+	Reader   client.Reader
 	Recorder events.EventRecorder
 	Now      func() time.Time
 }
@@ -52,7 +55,12 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		if !ok || b.BindingSpec().Revisions == nil {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, b.BindingSpec().Revisions.Latest)}}}
+		latest := b.BindingSpec().Revisions.Latest
+		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest)}}}
+		if latest > 1 { // a release just superseded must learn it and stop
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest-1)}})
+		}
+		return reqs
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("release").
 		For(&rolloutv1alpha1.Release{}).
@@ -114,7 +122,7 @@ func (s *step) markUpdated(cluster string) {
 // Reconcile moves one release forward as far as its gates allow.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rel := &rolloutv1alpha1.Release{}
-	if err := c.Client.Get(ctx, req.NamespacedName, rel); err != nil {
+	if err := c.Reader.Get(ctx, req.NamespacedName, rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	retry := rel.Spec.Retry > rel.Status.ObservedRetry
@@ -130,7 +138,14 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if b.BindingSpec().Revisions == nil {
-		return ctrl.Result{}, nil
+		if final(rel.Status.Phase) {
+			return ctrl.Result{}, nil
+		}
+		// The policy's rollout was removed: the template goes everywhere as it is.
+		patch := client.MergeFromWithOptions(rel.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		rel.Status.Phase, rel.Status.Message = rolloutv1alpha1.ReleaseSuperseded, "the policy no longer has a rollout; every cluster takes the template as it is"
+		rel.Status.CompletedAt = &metav1.Time{Time: c.Now()}
+		return ctrl.Result{}, c.Client.Status().Patch(ctx, rel, patch)
 	}
 	if b.BindingSpec().Revisions.Latest < rel.Spec.Revision {
 		// The cached binding has not seen the revision this release was made for yet.
@@ -247,7 +262,24 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		}
 		return nil
 	}
+	if status.Phase == rolloutv1alpha1.ReleasePaused {
+		// Resumed: the time paused does not count against the progress deadline.
+		if i := int(status.CurrentWave); i < len(status.Waves) && status.Waves[i].ProgressSince != nil {
+			status.Waves[i].ProgressSince = &metav1.Time{Time: s.now}
+		}
+	}
 	status.Phase = rolloutv1alpha1.ReleaseProgressing
+	if rel.Spec.PromoteFull {
+		// Every remaining cluster at once; the waves below then pass as they turn healthy.
+		for i := int(status.CurrentWave); i < len(waves); i++ {
+			for _, cl := range waves[i].Clusters {
+				if s.pinnedTo(cl) != rel.Spec.Revision {
+					s.pin(cl, rel.Spec.Revision)
+					s.markUpdated(cl)
+				}
+			}
+		}
+	}
 	// A status from before the latest pins (or placement) were rendered says nothing about them:
 	// the wave waits for a fresh one rather than judging, or resetting its clock, on it.
 	bst := s.binding.BindingStatus()
@@ -309,6 +341,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 			s.pin(cl, rel.Spec.Revision)
 			s.markUpdated(cl)
 			inFlight++
+			ws.ProgressSince = &metav1.Time{Time: s.now} // each batch gets the whole deadline
 		}
 		cs := clusterStatus[cl]
 		cr := rolloutv1alpha1.ClusterRelease{Name: cl, Phase: rolloutv1alpha1.ClusterPending}
@@ -338,7 +371,11 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		if d := rel.Spec.Strategy.ProgressDeadline; d != nil {
 			deadline = d.Duration
 		}
-		if left := deadline - s.now.Sub(ws.StartedAt.Time); left <= 0 {
+		since := ws.StartedAt
+		if ws.ProgressSince != nil {
+			since = ws.ProgressSince
+		}
+		if left := deadline - s.now.Sub(since.Time); left <= 0 {
 			return false, c.failed(ctx, s, fmt.Sprintf("wave %s: not healthy within the progress deadline %s", wave.Name, deadline))
 		} else {
 			s.after(left)
@@ -399,6 +436,13 @@ func (c *Controller) failed(ctx context.Context, s *step, reason string) error {
 
 // rollback returns exactly the clusters this release updated to the stable revision.
 func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha1.ReleasePhase, reason string) error {
+	// Every pin off the stable revision is this release's doing (or a superseded one's it took
+	// over), even one whose status write was lost to a conflict.
+	for _, p := range s.revs.Pins {
+		if p.Revision != s.revs.Stable {
+			s.markUpdated(p.Cluster)
+		}
+	}
 	updated := map[string]bool{}
 	for _, cl := range s.status.UpdatedClusters {
 		updated[cl] = true
@@ -563,7 +607,7 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 	value := func(v string) *string { return &v }
 	args := []rolloutv1alpha1.Argument{
 		{Name: "namespace", Value: value(rel.Spec.Resource.Namespace)}, {Name: "name", Value: value(rel.Spec.Resource.Name)},
-		{Name: "revision", Value: value(fmt.Sprint(rel.Spec.Revision))}, {Name: "stable-revision", Value: value(fmt.Sprint(rel.Spec.StableRevision))},
+		{Name: "revision", Value: value(fmt.Sprint(rel.Spec.Revision))}, {Name: "stable-revision", Value: value(fmt.Sprint(s.revs.Stable))},
 		{Name: "wave", Value: value(suffix)}, {Name: "clusters", Value: value(strings.Join(clusters, ","))},
 		{Name: "cluster-regex", Value: value(strings.Join(clusters, "|"))}, // for PromQL: cluster=~"{{args.cluster-regex}}"
 	}

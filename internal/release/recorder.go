@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
@@ -35,11 +36,54 @@ type Recorder struct {
 
 // SetupWithManager registers the recorder.
 func (r *Recorder) SetupWithManager(mgr ctrl.Manager) error {
+	// Adding or removing a policy's rollout changes no binding: the policies are watched too.
+	byPolicy := handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)
 	return ctrl.NewControllerManagedBy(mgr).Named("release-recorder").
 		For(&workv1alpha1.ResourceBinding{}).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
+		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
+		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
+}
+
+func (r *Recorder) bindingsOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {
+	ref := workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: o.GetName()}
+	if o.GetNamespace() != "" {
+		ref = workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: o.GetNamespace(), Name: o.GetName()}
+	}
+	var reqs []reconcile.Request
+	list := &workv1alpha1.ResourceBindingList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err == nil {
+		for i := range list.Items {
+			if list.Items[i].Spec.PolicyRef == ref {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+	}
+	clusterList := &workv1alpha1.ClusterResourceBindingList{}
+	if err := r.Client.List(ctx, clusterList); err == nil {
+		for i := range clusterList.Items {
+			if clusterList.Items[i].Spec.PolicyRef == ref {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&clusterList.Items[i])})
+			}
+		}
+	}
+	return reqs
+}
+
+// DeleteHistory removes a binding's revisions and releases: when its rollout goes away, so a
+// rollout added later starts a history of its own, and when a cluster-scoped binding (whose
+// history nothing owns) is deleted.
+func DeleteHistory(ctx context.Context, c client.Client, b workv1alpha1.Binding) error {
+	sel := []client.DeleteAllOfOption{client.InNamespace(Namespace(b)), client.MatchingLabels{BindingLabel: bindingHash(b)}}
+	if err := c.DeleteAllOf(ctx, &appsv1.ControllerRevision{}, sel...); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.DeleteAllOf(ctx, &rolloutv1alpha1.Release{}, sel...); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // PolicySpec reads the spec of the policy a binding names.
@@ -77,7 +121,10 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	if policy.Rollout == nil {
 		if bs.Revisions != nil { // the rollout was removed: every cluster takes the template as it is
-			return ctrl.Result{}, r.setRevisions(ctx, b, nil)
+			if err := r.setRevisions(ctx, b, nil); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, DeleteHistory(ctx, r.Client, b)
 		}
 		return ctrl.Result{}, nil
 	}
@@ -88,7 +135,12 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	hash := WorkloadHash(tmpl)
 	if bs.Revisions == nil {
-		if err := recordRevision(ctx, r.Client, b, tmpl, 1, hash); err != nil && !apierrors.IsAlreadyExists(err) {
+		// A history starts here: anything left of an earlier one (a rollout removed and added
+		// again, a binding re-created) must not be taken for it.
+		if err := DeleteHistory(ctx, r.Client, b); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.record(ctx, b, tmpl, 1, hash); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1})
@@ -101,7 +153,7 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	next := bs.Revisions.Latest + 1
-	if err := recordRevision(ctx, r.Client, b, tmpl, next, hash); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.record(ctx, b, tmpl, next, hash); err != nil {
 		return ctrl.Result{}, err
 	}
 	rel := &rolloutv1alpha1.Release{
@@ -138,6 +190,26 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		keep[p.Revision] = true
 	}
 	return ctrl.Result{}, pruneRevisions(ctx, r.Client, b, limit, keep)
+}
+
+// record writes revision rev, or accepts the one there if it holds this workload; one that
+// holds another (left over from an attempt whose binding write failed) is replaced.
+func (r *Recorder) record(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, hash string) error {
+	err := recordRevision(ctx, r.Client, b, tmpl, rev, hash)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cur := &appsv1.ControllerRevision{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, rev)}, cur); err != nil {
+		return err
+	}
+	if cur.Annotations[RevisionHashAnnotation] == hash {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, cur); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return recordRevision(ctx, r.Client, b, tmpl, rev, hash)
 }
 
 func bindingKind(b workv1alpha1.Binding) string {

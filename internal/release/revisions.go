@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -93,7 +94,7 @@ func recordRevision(ctx context.Context, c client.Client, b workv1alpha1.Binding
 		Data:     runtime.RawExtension{Raw: data},
 		Revision: rev,
 	}
-	if b.GetNamespace() != "" { // owners must share the namespace; cluster-scoped ones are collected by the binding controller
+	if b.GetNamespace() != "" { // owners must share the namespace; cluster-scoped ones: DeleteHistory when the binding goes
 		cr.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.GetName(), UID: b.GetUID()}}
 	}
 	return c.Create(ctx, cr)
@@ -119,13 +120,28 @@ func pruneRevisions(ctx context.Context, c client.Client, b workv1alpha1.Binding
 		return err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Revision > list.Items[j].Revision })
+	oldestKept := int64(0)
 	for i := range list.Items {
 		cr := &list.Items[i]
 		if i < limit || keep[cr.Revision] {
+			oldestKept = cr.Revision
 			continue
 		}
 		if err := c.Delete(ctx, cr); client.IgnoreNotFound(err) != nil {
 			return err
+		}
+	}
+	// Finished releases of revisions no longer kept go too, with their analysis runs.
+	rels := &rolloutv1alpha1.ReleaseList{}
+	if err := c.List(ctx, rels, client.InNamespace(Namespace(b)), client.MatchingLabels{BindingLabel: bindingHash(b)}); err != nil {
+		return err
+	}
+	for i := range rels.Items {
+		rel := &rels.Items[i]
+		if rel.Spec.Revision < oldestKept && final(rel.Status.Phase) && !keep[rel.Spec.Revision] {
+			if err := c.Delete(ctx, rel, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -31,7 +31,8 @@ type RolloutStrategy struct {
 	// +optional
 	BackgroundAnalysis *AnalysisGate `json:"backgroundAnalysis,omitempty"`
 
-	// revisionHistoryLimit is how many old revisions are kept for undo. Default 10.
+	// revisionHistoryLimit is how many revisions are kept for undo, the newest included, beside
+	// any still stable or pinned; older finished releases go with them. Default 10.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100

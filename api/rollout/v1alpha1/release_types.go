@@ -105,7 +105,8 @@ type ReleaseSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	PromotedWave *int32 `json:"promotedWave,omitempty"`
 
-	// promoteFull releases every remaining wave at once, skipping gates.
+	// promoteFull updates every remaining cluster at once and skips every remaining gate; the
+	// release then succeeds when they all run the revision healthy.
 	// +optional
 	PromoteFull bool `json:"promoteFull,omitempty"`
 
@@ -160,6 +161,10 @@ type WaveStatus struct {
 	// startedAt is when the wave's first cluster was updated.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// progressSince starts the wave's progress deadline: when its latest batch of clusters was
+	// updated, or the release resumed.
+	// +optional
+	ProgressSince *metav1.Time `json:"progressSince,omitempty"`
 	// healthyAt is when every cluster of the wave first ran the revision healthy.
 	// +optional
 	HealthyAt *metav1.Time `json:"healthyAt,omitempty"`

@@ -646,6 +646,10 @@ func (in *WaveStatus) DeepCopyInto(out *WaveStatus) {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.ProgressSince != nil {
+		in, out := &in.ProgressSince, &out.ProgressSince
+		*out = (*in).DeepCopy()
+	}
 	if in.HealthyAt != nil {
 		in, out := &in.HealthyAt, &out.HealthyAt
 		*out = (*in).DeepCopy()
