@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -237,6 +238,10 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 		fmt.Fprintf(out, "│  %s\n", rel.Status.Message)
 	}
 	runs := map[string]*rolloutv1alpha1.AnalysisRun{}
+	members := map[string]workv1alpha1.ClusterStatus{}
+	for _, cs := range t.binding.BindingStatus().Clusters {
+		members[cs.Cluster] = cs
+	}
 	for i, w := range rel.Status.Waves {
 		last := i == len(rel.Status.Waves)-1
 		branch, indent := "├─", "│  "
@@ -249,7 +254,7 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 			if j == len(w.Clusters)-1 && w.AnalysisRun == "" {
 				cb = "└─"
 			}
-			fmt.Fprintf(out, "%s%s %s %s  %s  %s\n", indent, cb, symbol(string(cl.Phase)), cl.Name, cl.Phase, cl.Message)
+			fmt.Fprintf(out, "%s%s %s %s  %s  %s%s\n", indent, cb, symbol(string(cl.Phase)), cl.Name, cl.Phase, workload(r.Kind, members[cl.Name]), cl.Message)
 		}
 		if w.AnalysisRun != "" {
 			run := runs[w.AnalysisRun]
@@ -271,6 +276,24 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 
 // watchRelease redraws the tree in place on a terminal; elsewhere (a log, a pipe) it prints
 // each new state once, under a rule.
+// workload says what the cluster's member object runs: its revision, health and replicas.
+func workload(kind string, cs workv1alpha1.ClusterStatus) string {
+	if cs.Cluster == "" {
+		return ""
+	}
+	out := fmt.Sprintf("[%s rev %d %s", strings.ToLower(kind), cs.Revision, orDash(string(cs.Health)))
+	if cs.Status != nil {
+		var st struct {
+			Replicas          *int64 `json:"replicas"`
+			AvailableReplicas int64  `json:"availableReplicas"`
+		}
+		if json.Unmarshal(cs.Status.Raw, &st) == nil && st.Replicas != nil {
+			out += fmt.Sprintf(" %d/%d available", st.AvailableReplicas, *st.Replicas)
+		}
+	}
+	return out + "]  "
+}
+
 func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 	f, isFile := out.(*os.File)
 	tty := isFile && term.IsTerminal(int(f.Fd()))
@@ -302,6 +325,7 @@ func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 		if err := t.c.Get(ctx, client.ObjectKeyFromObject(t.release), t.release); err != nil {
 			return err
 		}
+		_ = t.c.Get(ctx, client.ObjectKeyFromObject(t.binding), t.binding) // the workloads' latest view
 	}
 }
 
