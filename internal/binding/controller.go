@@ -90,6 +90,12 @@ func enqueueBindingAfter(delay time.Duration) handler.EventHandler {
 	}
 }
 
+// canarySource is what a cluster's canary renders from.
+type canarySource struct {
+	template *unstructured.Unstructured
+	replicas int32
+}
+
 type writtenWork struct {
 	uid        types.UID
 	generation int64
@@ -276,7 +282,18 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		written, err := c.ensureWork(ctx, b, source, rev, in, hasReplicas, t, overriders, existing[t.Name])
+		var canary *canarySource
+		if pin, ok := bs.Revisions.CanaryFor(t.Name); ok && hasReplicas {
+			src, err := c.revisionSource(ctx, b, tmpl, pin.Revision, revisions)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			canary = &canarySource{template: src, replicas: min(pin.Replicas, t.Replicas)}
+			if pin.Revision != rev {
+				t.Replicas -= canary.replicas // the canary's replicas come out of the cluster's share
+			} // else the primary took the canary's revision: at full share until the canary goes
+		}
+		written, err := c.ensureWork(ctx, b, source, rev, canary, in, hasReplicas, t, overriders, existing[t.Name])
 		if err != nil {
 			var re *renderError
 			if !errors.As(err, &re) {
@@ -360,17 +377,22 @@ func (r *renderError) Error() string { return r.err.Error() }
 // already be ahead of the revisions recorded so far, and must not reach a cluster before its
 // release does.
 func (c *Controller) sourceFor(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, cluster string, loaded map[int64]*unstructured.Unstructured) (*unstructured.Unstructured, int64, error) {
-	revs := b.BindingSpec().Revisions
-	rev := revs.RevisionFor(cluster)
+	rev := b.BindingSpec().Revisions.RevisionFor(cluster)
 	if rev == 0 {
 		return tmpl, 0, nil
 	}
+	src, err := c.revisionSource(ctx, b, tmpl, rev, loaded)
+	return src, rev, err
+}
+
+// revisionSource is the template as of revision rev, with its current metadata.
+func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, loaded map[int64]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if src, ok := loaded[rev]; ok {
-		return src, rev, nil
+		return src, nil
 	}
 	src, hash, err := release.LoadRevision(ctx, c.Client, b, rev)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if hash == release.WorkloadHash(tmpl) {
 		src = tmpl
@@ -381,11 +403,11 @@ func (c *Controller) sourceFor(ctx context.Context, b workv1alpha1.Binding, tmpl
 		src.SetAnnotations(tmpl.GetAnnotations())
 	}
 	loaded[rev] = src
-	return src, rev, nil
+	return src, nil
 }
 
 // ensureWork writes the cluster's Work when its content changed and says whether it wrote.
-func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
+func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
@@ -402,6 +424,24 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 			return false, err
 		}
 		manifests = deps
+	}
+	if canary != nil {
+		m, err := render.Render(canary.template, in, render.Target{Replicas: canary.replicas, HasReplicas: true, WorkNamespace: ns, WorkName: name})
+		if err != nil {
+			return false, &renderError{err}
+		}
+		if err := render.Override(m, overriders); err != nil {
+			return false, &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
+		}
+		if err := render.Canary(m); err != nil {
+			return false, &renderError{err}
+		}
+		raw, err := m.MarshalJSON()
+		if err != nil {
+			return false, err
+		}
+		// Before the primary: the Work's last manifest is the template whose status it reports.
+		manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	}
 	raw, err := manifest.MarshalJSON()
 	if err != nil {
@@ -527,6 +567,14 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			// The revision counts as running once the Work's current spec is applied.
 			if cs.Applied && applied.ObservedGeneration == w.Generation {
 				cs.Revision, _ = strconv.ParseInt(w.Labels[workv1alpha1.RevisionLabel], 10, 64)
+				if _, ok := bs.Revisions.CanaryFor(t.Name); ok {
+					cs.CanaryHealth = workv1alpha1.HealthUnknown
+					for _, o := range w.Status.Objects {
+						if o.Name == render.CanaryName(bs.Resource.Name) && o.Kind == bs.Resource.Kind {
+							cs.CanaryHealth = o.Health
+						}
+					}
+				}
 			}
 			cs.Status = w.Status.ManifestStatus
 			if w.Status.ManifestStatus != nil {

@@ -132,8 +132,23 @@ func newReleaseCommand(g *globals) *cobra.Command {
 			return err
 		}
 		wave := t.release.Status.CurrentWave
+		// Inside a wave's canary steps, promote passes the pause it stands at; after them, the
+		// wave's gates.
+		pausedStep := ""
+		if int(wave) < len(t.release.Status.Waves) {
+			ws := t.release.Status.Waves[wave]
+			for _, w := range t.release.Spec.Strategy.Waves {
+				if w.Name == ws.Name && int(ws.CurrentStep) < len(w.Steps) {
+					pausedStep = fmt.Sprintf("%s/%d", ws.Name, ws.CurrentStep)
+				}
+			}
+		}
 		return report(out, t, "promoted", t.patchSpec(cmd.Context(), func(s *rolloutv1alpha1.ReleaseSpec) {
-			s.PromotedWave = ptr.To(wave)
+			if pausedStep != "" && !full {
+				s.PromotedStep = pausedStep
+			} else {
+				s.PromotedWave = ptr.To(wave)
+			}
 			s.PromoteFull = s.PromoteFull || full
 			s.Paused = false
 		}))

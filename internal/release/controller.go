@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +28,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/analysis"
+	"github.com/flotilla-dev/flotilla/internal/scheduler"
 )
 
 const defaultProgressDeadline = 10 * time.Minute
@@ -298,7 +301,7 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		status.CurrentWave++
 	}
 	// Every wave passed: the revision is the new stable one.
-	s.revs.Stable, s.revs.Pins = rel.Spec.Revision, nil
+	s.revs.Stable, s.revs.Pins, s.revs.Canaries = rel.Spec.Revision, nil, nil
 	status.Phase = rolloutv1alpha1.ReleaseSucceeded
 	status.Message = fmt.Sprintf("revision %d runs in every cluster", rel.Spec.Revision)
 	status.CompletedAt = &metav1.Time{Time: s.now}
@@ -315,6 +318,11 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	if len(wave.Clusters) == 0 {
 		ws.Phase, ws.Message, ws.CompletedAt = rolloutv1alpha1.WaveSucceeded, "selects no cluster", &metav1.Time{Time: s.now}
 		return true, nil
+	}
+	if wave.Spec != nil && len(wave.Spec.Steps) > 0 && int(ws.CurrentStep) < len(wave.Spec.Steps) && !rel.Spec.PromoteFull {
+		if done, err := c.canarySteps(ctx, s, ws, wave, clusterStatus); err != nil || !done {
+			return false, err
+		}
 	}
 	batch := len(wave.Clusters)
 	if wave.Spec != nil && wave.Spec.MaxUnavailable != nil && !rel.Spec.PromoteFull {
@@ -381,6 +389,10 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 			s.after(left)
 		}
 		return false, nil
+	}
+	if s.dropCanaries(wave.Clusters) {
+		// The primaries run the revision healthy at their full share: the canaries go now.
+		ws.Message = "primaries healthy; removing the canaries"
 	}
 	if ws.HealthyAt == nil {
 		ws.HealthyAt = &metav1.Time{Time: s.now}
@@ -454,6 +466,7 @@ func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha
 		}
 	}
 	s.revs.Pins = kept
+	s.revs.Canaries = nil // every canary is of a revision being released
 	for i := range s.status.Waves {
 		w := &s.status.Waves[i]
 		touched := false
@@ -664,6 +677,142 @@ func hold(s *step, err error) error {
 	s.status.Message = "held: " + ce.Error()
 	s.after(15 * time.Second)
 	return nil
+}
+
+// canarySteps runs the wave's canary steps from the current one and says whether all are done.
+func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alpha1.WaveStatus, wave Wave, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
+	rel, steps := s.rel, wave.Spec.Steps
+	for int(ws.CurrentStep) < len(steps) {
+		k := int(ws.CurrentStep)
+		if ws.StepStartedAt == nil {
+			ws.StepStartedAt = &metav1.Time{Time: s.now}
+		}
+		st := steps[k]
+		switch {
+		case st.SetWeight != nil:
+			counts, err := s.setCanaries(wave.Clusters, *st.SetWeight)
+			if err != nil {
+				return false, err
+			}
+			var waiting, degraded []string
+			for _, cl := range wave.Clusters {
+				if counts[cl] == 0 {
+					continue
+				}
+				switch cs := clusterStatus[cl]; {
+				case !s.statusFresh || cs.CanaryHealth == "" || cs.CanaryHealth == workv1alpha1.HealthUnknown || cs.CanaryHealth == workv1alpha1.HealthProgressing:
+					waiting = append(waiting, cl)
+				case cs.CanaryHealth == workv1alpha1.HealthDegraded:
+					degraded = append(degraded, cl)
+				}
+			}
+			if len(degraded) > 0 {
+				return false, c.failed(ctx, s, fmt.Sprintf("wave %s: canary Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
+			}
+			if len(waiting) > 0 {
+				ws.Phase = rolloutv1alpha1.WaveUpdating
+				ws.Message = fmt.Sprintf("step %d setWeight %d%%: canaries %s starting in %s", k, *st.SetWeight, formatCounts(counts), strings.Join(waiting, ", "))
+				return false, nil
+			}
+		case st.Pause != nil && st.Pause.Duration != nil:
+			if left := st.Pause.Duration.Duration - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("step %d pause: %s left", k, left.Round(time.Second))
+				s.after(left)
+				return false, nil
+			}
+		case st.Analysis != nil:
+			name := fmt.Sprintf("%s-step%d", wave.Name, k)
+			phase, err := c.analysisPhase(ctx, s, st.Analysis, name, wave.Clusters)
+			if err != nil {
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, "held: "+err.Error()
+				return false, hold(s, err)
+			}
+			ws.AnalysisRun = analysisRunName(rel, s.status.ObservedRetry, name)
+			switch phase {
+			case rolloutv1alpha1.AnalysisSuccessful:
+			case rolloutv1alpha1.AnalysisFailed, rolloutv1alpha1.AnalysisError, rolloutv1alpha1.AnalysisInconclusive:
+				return false, c.failed(ctx, s, fmt.Sprintf("wave %s step %d: analysis %s %s", wave.Name, k, ws.AnalysisRun, phase))
+			default:
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, fmt.Sprintf("step %d: analysis %s running", k, ws.AnalysisRun)
+				return false, nil
+			}
+		case st.Pause != nil:
+			if rel.Spec.PromotedStep != fmt.Sprintf("%s/%d", wave.Name, k) {
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, fmt.Sprintf("step %d pause: waiting for `flotilla release promote`", k)
+				return false, nil
+			}
+		}
+		ws.CurrentStep++
+		ws.StepStartedAt = &metav1.Time{Time: s.now}
+	}
+	return true, nil
+}
+
+// setCanaries runs round(weight% of the wave's replicas) canary replicas of the release's
+// revision, divided over the wave's clusters with the same weights as their replicas.
+func (s *step) setCanaries(clusters []string, weight int32) (map[string]int32, error) {
+	share := map[string]int32{}
+	for _, t := range s.binding.BindingSpec().Clusters {
+		share[t.Name] = t.Replicas
+	}
+	var total int32
+	targets := make([]scheduler.Target, 0, len(clusters))
+	current := scheduler.Assignment{}
+	for _, cl := range clusters {
+		total += share[cl]
+		targets = append(targets, scheduler.Target{Name: cl, Weight: int64(share[cl]), Available: -1})
+		if pin, ok := s.revs.CanaryFor(cl); ok {
+			current[cl] = pin.Replicas
+		}
+	}
+	canaries := int32(math.Round(float64(weight) * float64(total) / 100))
+	counts := map[string]int32{}
+	if canaries > 0 && total > 0 {
+		a, err := scheduler.DivideByWeight(canaries, targets, current)
+		if err != nil {
+			return nil, err
+		}
+		counts = a
+	}
+	kept := s.revs.Canaries[:0]
+	for _, c := range s.revs.Canaries {
+		if !slices.Contains(clusters, c.Cluster) {
+			kept = append(kept, c)
+		}
+	}
+	for _, cl := range clusters {
+		if counts[cl] > 0 {
+			kept = append(kept, workv1alpha1.CanaryPin{Cluster: cl, Revision: s.rel.Spec.Revision, Replicas: counts[cl]})
+			s.markUpdated(cl)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Cluster < kept[j].Cluster })
+	s.revs.Canaries = kept
+	return counts, nil
+}
+
+// dropCanaries removes the clusters' canaries and says whether there were any.
+func (s *step) dropCanaries(clusters []string) bool {
+	kept := s.revs.Canaries[:0]
+	dropped := false
+	for _, c := range s.revs.Canaries {
+		if slices.Contains(clusters, c.Cluster) {
+			dropped = true
+			continue
+		}
+		kept = append(kept, c)
+	}
+	s.revs.Canaries = kept
+	return dropped
+}
+
+func formatCounts(counts map[string]int32) string {
+	var parts []string
+	for cl, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s=%d", cl, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }
 
 func orText(s, def string) string {

@@ -13,6 +13,12 @@
 // wave the revision becomes stable and the pins are dropped. A cluster that joins mid-release
 // gets the new revision if its wave has passed, the stable one otherwise.
 //
+// A wave with canary steps runs them first: setWeight pins canaries (binding spec.revisions
+// canaries: replicas of the new revision taken from each cluster's share, divided with the same
+// weights, rendered as NAME-canary beside the primary), pause waits for a duration or for
+// promote, analysis measures. After the last step the primaries take the new revision at their
+// full share, and the canaries are dropped once the primaries run it healthy.
+//
 // Degraded health in a wave, a progress deadline passed, or a failed analysis rolls back (when
 // autoRollback, the default): exactly the clusters the release updated lose their pins and
 // render the stable revision again; later waves were never touched. Abort does the same on

@@ -8,6 +8,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -87,4 +88,32 @@ func Render(template *unstructured.Unstructured, interp interpret.Interpreter, t
 
 func runtimeDeepCopy(v any) any {
 	return (&unstructured.Unstructured{Object: map[string]any{"v": v}}).DeepCopy().Object["v"]
+}
+
+// CanaryRoleLabel marks a canary's objects and pods, so a canary Service can select them.
+const CanaryRoleLabel = "rollout.flotilla.dev/role"
+
+// CanaryName is the name of a workload's canary beside it.
+func CanaryName(name string) string { return name + "-canary" }
+
+// Canary turns a rendered Deployment into its canary: its own name, and the role label on the
+// object, its selector and its pods, so the canary's ReplicaSets and pods are its own while a
+// Service selecting the workload's labels reaches both.
+func Canary(m *unstructured.Unstructured) error {
+	if m.GetKind() != "Deployment" {
+		return fmt.Errorf("%s %s cannot run a canary: setWeight steps work for Deployments only", m.GetKind(), m.GetName())
+	}
+	m.SetName(CanaryName(m.GetName()))
+	labels := m.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[CanaryRoleLabel] = "canary"
+	m.SetLabels(labels)
+	for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+		if err := unstructured.SetNestedField(m.Object, "canary", append(path, CanaryRoleLabel)...); err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(path, "."), err)
+		}
+	}
+	return nil
 }

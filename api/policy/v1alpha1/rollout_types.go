@@ -72,10 +72,45 @@ type Wave struct {
 	// +kubebuilder:validation:Minimum=1
 	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
 
+	// steps run a canary inside the wave before its clusters take the new revision: setWeight
+	// w runs round(w% of the wave's replicas) canary replicas of the new revision beside the
+	// stable ones, divided like them; pause waits (for a duration, or for promote); analysis
+	// measures. setWeight works for Deployments only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.filter(s, has(s.setWeight)).map(s, s.setWeight).isSorted()",message="steps: setWeight must not decrease from one step to the next"
+	Steps []CanaryStep `json:"steps,omitempty"`
+
 	// gates must pass, after every cluster of the wave runs the new revision healthy, before
 	// the next wave starts.
 	// +optional
 	Gates Gates `json:"gates,omitempty"`
+}
+
+// CanaryStep is one step of a wave's canary: exactly one of its fields.
+// +kubebuilder:validation:XValidation:rule="[has(self.setWeight), has(self.pause), has(self.analysis)].filter(x, x).size() == 1",message="a step is exactly one of setWeight, pause or analysis"
+type CanaryStep struct {
+	// setWeight is the canary's share of the wave's replicas, in percent.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	SetWeight *int32 `json:"setWeight,omitempty"`
+
+	// pause waits for its duration, or without one for `flotilla release promote`.
+	// +optional
+	Pause *PauseStep `json:"pause,omitempty"`
+
+	// analysis must succeed, measured while the canary runs; its failure fails the wave.
+	// +optional
+	Analysis *AnalysisGate `json:"analysis,omitempty"`
+}
+
+// PauseStep holds a canary.
+type PauseStep struct {
+	// duration to wait; unset waits for promote.
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
 }
 
 // Gates hold a wave until they pass. Health is always a gate.

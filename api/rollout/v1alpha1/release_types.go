@@ -105,6 +105,11 @@ type ReleaseSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	PromotedWave *int32 `json:"promotedWave,omitempty"`
 
+	// promotedStep passes one canary pause, named WAVE/INDEX (e.g. canary/1).
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	PromotedStep string `json:"promotedStep,omitempty"`
+
 	// promoteFull updates every remaining cluster at once and skips every remaining gate; the
 	// release then succeeds when they all run the revision healthy.
 	// +optional
@@ -161,6 +166,13 @@ type WaveStatus struct {
 	// startedAt is when the wave's first cluster was updated.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// currentStep is the index of the canary step in progress; the number of steps once they
+	// are all done.
+	// +optional
+	CurrentStep int32 `json:"currentStep,omitempty"`
+	// stepStartedAt is when the current step started.
+	// +optional
+	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
 	// progressSince starts the wave's progress deadline: when its latest batch of clusters was
 	// updated, or the release resumed.
 	// +optional

@@ -646,6 +646,10 @@ func (in *WaveStatus) DeepCopyInto(out *WaveStatus) {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.StepStartedAt != nil {
+		in, out := &in.StepStartedAt, &out.StepStartedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.ProgressSince != nil {
 		in, out := &in.ProgressSince, &out.ProgressSince
 		*out = (*in).DeepCopy()

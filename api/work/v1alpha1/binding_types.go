@@ -169,6 +169,9 @@ type ClusterStatus struct {
 	// status are of this revision.
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
+	// canaryHealth is the health of the cluster's canary, when it runs one as applied now.
+	// +optional
+	CanaryHealth Health `json:"canaryHealth,omitempty"`
 	// message says why it is not applied or not healthy.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -245,6 +248,13 @@ type Revisions struct {
 	// +kubebuilder:validation:Minimum=1
 	Stable int64 `json:"stable"`
 
+	// canaries run beside a cluster's primary: replicas of a revision taken from its share.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=1000
+	Canaries []CanaryPin `json:"canaries,omitempty"`
+
 	// pins are the clusters a release moved to another revision.
 	// +optional
 	// +listType=map
@@ -261,6 +271,33 @@ type RevisionPin struct {
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	Revision int64 `json:"revision"`
+}
+
+// CanaryPin runs a canary of a revision in one cluster.
+type CanaryPin struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+	// replicas of the canary, taken from the cluster's share.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+}
+
+// CanaryFor is the canary a cluster runs, if any.
+func (r *Revisions) CanaryFor(cluster string) (CanaryPin, bool) {
+	if r == nil {
+		return CanaryPin{}, false
+	}
+	for _, c := range r.Canaries {
+		if c.Cluster == cluster {
+			return c, true
+		}
+	}
+	return CanaryPin{}, false
 }
 
 // RevisionFor is the revision a cluster renders, 0 when revisions are not tracked.
