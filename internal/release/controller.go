@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -52,6 +53,9 @@ type Controller struct {
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if err := metrics.Registry.Register(newPhaseCollector(mgr.GetClient())); err != nil {
+		return err
 	}
 	toRelease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		b, ok := o.(workv1alpha1.Binding)

@@ -149,6 +149,15 @@ func TestReleaseTravelsInWaves(t *testing.T) {
 	g.Expect(second.CompletedAt.Sub(second.HealthyAt.Time)).To(gomega.BeNumerically(">=", 3*time.Second), "wave two baked")
 	g.Expect(rest.StartedAt.Before(second.CompletedAt)).To(gomega.BeFalse(), "the rest started after wave two passed")
 	g.Expect(bindingOf(ctx, ns, "web-deployment").Spec.Revisions).To(gomega.Equal(&workv1alpha1.Revisions{Latest: 2, Stable: 2}))
+
+	g.Eventually(func() string {
+		body, _ := get(t, "http://"+fleet.ManagerMetricsAddress()+"/metrics")
+		return body
+	}).Should(gomega.And(
+		gomega.MatchRegexp(`flotilla_releases\{phase="Succeeded"\} [1-9]`),
+		gomega.ContainSubstring(`flotilla_release_wave_duration_seconds_count`),
+		gomega.ContainSubstring(`flotilla_release_phase_transitions_total{phase="Succeeded"}`),
+	))
 }
 
 // A failing web analysis in the first wave rolls the updated cluster back by itself; later
