@@ -169,6 +169,7 @@ func TestFailingAnalysisRollsBack(t *testing.T) {
 	ensureNamespace(t, cp, ns)
 	const failing, passing, slow = 0, 1, 2
 	var mode atomic.Int32 // what the metrics endpoint answers
+	stop := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch mode.Load() {
 		case passing:
@@ -177,12 +178,13 @@ func TestFailingAnalysisRollsBack(t *testing.T) {
 			select {
 			case <-time.After(30 * time.Second):
 			case <-r.Context().Done():
+			case <-stop:
 			}
 		default:
 			_, _ = w.Write([]byte(`{"errorRate": 0.40}`))
 		}
 	}))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop); srv.Close() })
 	tmpl := &rolloutv1alpha1.AnalysisTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "error-rate", Namespace: ns},
 		Spec: rolloutv1alpha1.AnalysisTemplateSpec{Args: []rolloutv1alpha1.Argument{{Name: "revision"}}, Metrics: []rolloutv1alpha1.Metric{{
