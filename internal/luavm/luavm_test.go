@@ -1,0 +1,315 @@
+package luavm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+func deployment() map[string]any {
+	return map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata": map[string]any{
+			"name": "web", "namespace": "default",
+			"labels": map[string]any{"app": "web"},
+		},
+		"spec": map[string]any{
+			"replicas": int64(3),
+			"template": map[string]any{
+				"spec": map[string]any{
+					"containers": []any{
+						map[string]any{
+							"name": "web", "image": "nginx:1.27",
+							"ports":     []any{map[string]any{"containerPort": int64(80)}},
+							"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "64Mi"}},
+						},
+					},
+				},
+			},
+		},
+		"status": map[string]any{"readyReplicas": int64(2), "ratio": 0.5, "paused": false},
+	}
+}
+
+const scriptSource = `
+function GetReplicas(obj)
+  local replica = obj.spec.replicas
+  local requires = { resourceRequest = obj.spec.template.spec.containers[1].resources.requests }
+  return replica, requires
+end
+function ReviseReplica(obj, desired)
+  obj.spec.replicas = desired
+  return obj
+end
+function InterpretHealth(observed)
+  return observed.status.readyReplicas == observed.spec.replicas
+end
+function Echo(...) return ... end
+function Boom() error("kaboom") end
+function Loop() while true do end end
+function Recurse() local function f(n) return 1 + f(n + 1) end return f(1) end
+function Double(n) local s = "x" for i = 1, n do s = s .. s end return s end
+function Rep(n) return string.rep("x", n) end
+function Format() return string.format("%1000000000d", 1) end
+function Gsub() local s = string.rep("x", 10000) return (s:gsub("x", "%0%0%0")) end
+function Concat() local t = {} for i = 1, 100 do t[i] = string.rep("y", 100000) end return table.concat(t) end
+function OsExec() return os.execute("true") end
+function Load() return load("return 1")() end
+function DoFile() return dofile("/etc/passwd") end
+function Require() return require("os") end
+function ReturnFunction() return function() end end
+function Mixed() return {1, x = 2} end
+function Sparse() return {[1] = "a", [3] = "c"} end
+function BadKey() return {[true] = 1} end
+function Cycle() local t = {} t.self = t return t end
+function NaN() return 0/0 end
+function Empty() return {} end
+function Numbers() return 2, 2.5, 1e300 end
+function PoisonString() string.upper = function() return "owned" end; return ("a"):upper() end
+function UseUpper() return string.upper("a"), ("a"):upper() end
+function Meta() return getmetatable("") end
+function SetGlobal() leaked = "yes" return leaked end
+function GetGlobal() return leaked end
+`
+
+func compile(t testing.TB) *Script {
+	t.Helper()
+	s, err := Compile("test.lua", scriptSource)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	return s
+}
+
+func TestCompile(t *testing.T) {
+	tests := []struct {
+		name, source, wantErr string
+	}{
+		{"valid", "function GetReplicas(obj) return 1 end", ""},
+		{"syntax error names line", "function f()\n  return 1 +\nend", "line:3"},
+		{"runtime error at top level", "error('top')", "top"},
+		{"infinite top level", "while true do end", "exceeded the time limit"},
+		{"os at top level", "os.exit(1)", "attempt to index"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Compile("c.lua", tt.source)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if !s.Has("GetReplicas") || s.Has("ReviseReplica") || s.Has("print") || s.Has("pairs") {
+					t.Errorf("Has reports wrong functions: %v", s.functions)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestCallSuccess(t *testing.T) {
+	pool := NewPool(PoolOptions{})
+	defer pool.Close()
+	s := compile(t)
+	ctx := context.Background()
+
+	got, err := pool.Call(ctx, s, "GetReplicas", 2, deployment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{int64(3), map[string]any{"resourceRequest": map[string]any{"cpu": "100m", "memory": "64Mi"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("GetReplicas (-want +got):\n%s", d)
+	}
+
+	got, err = pool.Call(ctx, s, "ReviseReplica", 1, deployment(), int64(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantObj := deployment()
+	wantObj["spec"].(map[string]any)["replicas"] = int64(7)
+	if d := cmp.Diff(wantObj, got[0]); d != "" {
+		t.Errorf("ReviseReplica (-want +got):\n%s", d)
+	}
+
+	got, err = pool.Call(ctx, s, "InterpretHealth", 1, deployment())
+	if err != nil || got[0] != false {
+		t.Errorf("InterpretHealth = %v, %v; want false", got, err)
+	}
+}
+
+func TestRoundTripDeployment(t *testing.T) {
+	pool := NewPool(PoolOptions{})
+	s := compile(t)
+	got, err := pool.Call(context.Background(), s, "Echo", 1, deployment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(deployment(), got[0]); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+}
+
+func TestConversions(t *testing.T) {
+	pool := NewPool(PoolOptions{})
+	s := compile(t)
+	tests := []struct {
+		fn       string
+		nresults int
+		want     []any
+	}{
+		{"Empty", 1, []any{map[string]any{}}},
+		{"Numbers", 3, []any{int64(2), 2.5, 1e300}},
+		{"Echo", 2, []any{nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			got, err := pool.Call(context.Background(), s, tt.fn, tt.nresults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestCallFailuresAreIsolated(t *testing.T) {
+	limits := DefaultLimits()
+	limits.Timeout = 200 * time.Millisecond
+	pool := NewPool(PoolOptions{Limits: limits, MaxIdle: 1})
+	defer pool.Close()
+	s := compile(t)
+
+	tests := []struct {
+		fn      string
+		args    []any
+		wantErr string
+	}{
+		{"Missing", nil, `does not define function Missing`},
+		{"Boom", nil, `Boom in script "test.lua": test.lua:`},
+		{"Loop", nil, "Loop in script \"test.lua\" exceeded the time limit of 200ms"},
+		{"Recurse", nil, "stack overflow"},
+		// 2^22 bytes plus overhead: just over the default 4 MiB result budget.
+		{"Double", []any{int64(22)}, "size limit of 4194304 bytes"},
+		{"Rep", []any{int64(1e9)}, "string.rep would build"},
+		{"Format", nil, "over 99"},
+		{"Gsub", nil, "string.gsub could build"},
+		{"Concat", nil, "table.concat result is over the limit"},
+		{"OsExec", nil, "attempt to index"},
+		{"Load", nil, "attempt to call a non-function"},
+		{"DoFile", nil, "attempt to call a non-function"},
+		{"Require", nil, "attempt to call a non-function"},
+		{"ReturnFunction", nil, "result 1 of ReturnFunction in script \"test.lua\": a Lua function cannot be converted"},
+		{"Mixed", nil, "mixes list index 1 with string key"},
+		{"Sparse", nil, "without holes"},
+		{"BadKey", nil, "table key true (a boolean)"},
+		{"Cycle", nil, "nested deeper than 64 levels"},
+		{"NaN", nil, "not finite"},
+		{"Echo", []any{map[string]any{"a": []any{struct{}{}}}}, "argument 1 of Echo in script \"test.lua\": at .a[0]: unsupported Go type struct {}"},
+		{"Echo", []any{strings.Repeat("x", 5<<20)}, "size limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			_, err := pool.Call(context.Background(), s, tt.fn, 1, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+			// The pool must keep working after every kind of failure.
+			got, err := pool.Call(context.Background(), s, "GetReplicas", 1, deployment())
+			if err != nil || got[0] != int64(3) {
+				t.Fatalf("good call after failure = %v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestCallerContext(t *testing.T) {
+	pool := NewPool(PoolOptions{})
+	s := compile(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := pool.Call(ctx, s, "Loop", 0)
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("error = %v, want context canceled", err)
+	}
+}
+
+func TestScriptsCannotAffectLaterCalls(t *testing.T) {
+	pool := NewPool(PoolOptions{MaxIdle: 1})
+	s := compile(t)
+	ctx := context.Background()
+	if got, err := pool.Call(ctx, s, "PoisonString", 1); err != nil || got[0] != "A" {
+		t.Fatalf("PoisonString = %v, %v; method calls must use the private string table", got, err)
+	}
+	if got, err := pool.Call(ctx, s, "UseUpper", 2); err != nil || got[0] != "A" || got[1] != "A" {
+		t.Fatalf("UseUpper after poisoning = %v, %v", got, err)
+	}
+	if got, err := pool.Call(ctx, s, "Meta", 1); err != nil || got[0] != "locked" {
+		t.Fatalf("getmetatable(\"\") = %v, %v; want locked", got, err)
+	}
+	if _, err := pool.Call(ctx, s, "SetGlobal", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pool.Call(ctx, s, "GetGlobal", 1); err != nil || got[0] != nil {
+		t.Fatalf("global leaked across calls: %v, %v", got, err)
+	}
+}
+
+func TestPreload(t *testing.T) {
+	pool := NewPool(PoolOptions{Preload: map[string]lua.LGFunction{
+		"helper": func(L *lua.LState) int {
+			mod := L.NewTable()
+			mod.RawSetString("answer", lua.LNumber(42))
+			L.Push(mod)
+			return 1
+		},
+	}})
+	s, err := Compile("p.lua", "function F() return helper.answer end")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pool.Call(context.Background(), s, "F", 1)
+	if err != nil || got[0] != int64(42) {
+		t.Fatalf("F = %v, %v", got, err)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	pool := NewPool(PoolOptions{})
+	s := compile(t)
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			_, err := pool.Call(context.Background(), s, "GetReplicas", 2, deployment())
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func BenchmarkCallGetReplicas(b *testing.B) {
+	pool := NewPool(PoolOptions{})
+	s := compile(b)
+	obj := deployment()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pool.Call(ctx, s, "GetReplicas", 2, obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
