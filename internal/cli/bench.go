@@ -71,6 +71,9 @@ func newBenchCommand(g *globals) *cobra.Command {
 		Short: "Time the release controller: overhead per wave and abort back to stable, on a fresh 3-member fleet",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rounds < 1 {
+				return fmt.Errorf("--rounds %d: give at least 1", rounds)
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err

@@ -329,7 +329,7 @@ func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 			fmt.Fprint(out, s)
 			last, lines = s, strings.Count(s, "\n")
 		}
-		if t.release == nil || isFinal(t.release.Status.Phase) {
+		if t.release == nil || release.Final(t.release.Status.Phase) {
 			return nil
 		}
 		select {
@@ -342,12 +342,4 @@ func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 		}
 		_ = t.c.Get(ctx, client.ObjectKeyFromObject(t.binding), t.binding) // the workloads' latest view
 	}
-}
-
-func isFinal(p rolloutv1alpha1.ReleasePhase) bool {
-	switch p {
-	case rolloutv1alpha1.ReleaseSucceeded, rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseRolledBack, rolloutv1alpha1.ReleaseSuperseded:
-		return true
-	}
-	return false
 }

@@ -399,21 +399,30 @@ func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1a
 		if i < len(w.Spec.Manifests)-1 && usedByAnotherWork(others.Items, w, obj) {
 			continue // a dependency another workload in this cluster still uses
 		}
-		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
-		if err != nil {
-			continue // the member no longer serves the kind: nothing to delete
+		if err := e.deleteManaged(ctx, cluster, member, obj); err != nil {
+			return err
 		}
-		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		ri := member.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
-		live, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
-		if err == nil && live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue {
-			policy := metav1.DeletePropagationBackground
-			err = ri.Delete(cctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: ptrUID(live.GetUID())}})
-		}
-		cancel()
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting %s %s/%s in cluster %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cluster, err)
-		}
+	}
+	return nil
+}
+
+// deleteManaged removes one member object if it is Flotilla's; one Flotilla never wrote, or a
+// kind the member no longer serves, is left alone.
+func (e *Executor) deleteManaged(ctx context.Context, cluster string, member clustercache.Member, obj *unstructured.Unstructured) error {
+	mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
+	if err != nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	ri := member.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+	live, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+	if err == nil && live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue {
+		policy := metav1.DeletePropagationBackground
+		err = ri.Delete(cctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: ptrUID(live.GetUID())}})
+	}
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting %s %s/%s in cluster %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cluster, err)
 	}
 	return nil
 }
@@ -454,20 +463,8 @@ func (e *Executor) prune(ctx context.Context, cluster string, w *workv1alpha1.Wo
 		if usedByAnotherWork(others.Items, w, obj) {
 			continue
 		}
-		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
-		if err != nil {
-			continue // the member no longer serves the kind: nothing to remove
-		}
-		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		ri := member.Dynamic.Resource(mapping.Resource).Namespace(o.Namespace)
-		live, err := ri.Get(cctx, o.Name, metav1.GetOptions{})
-		if err == nil && live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue {
-			policy := metav1.DeletePropagationBackground
-			err = ri.Delete(cctx, o.Name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: ptrUID(live.GetUID())}})
-		}
-		cancel()
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("removing %s %s/%s, no longer in the Work, from cluster %s: %w", o.Kind, o.Namespace, o.Name, cluster, err)
+		if err := e.deleteManaged(ctx, cluster, member, obj); err != nil {
+			return fmt.Errorf("pruning what left the Work: %w", err)
 		}
 	}
 	return nil

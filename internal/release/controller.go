@@ -78,7 +78,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(c)
 }
 
-func final(p rolloutv1alpha1.ReleasePhase) bool {
+// Final reports a phase a release does not leave (except Aborted and RolledBack, by retry).
+func Final(p rolloutv1alpha1.ReleasePhase) bool {
 	switch p {
 	case rolloutv1alpha1.ReleaseSucceeded, rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseRolledBack, rolloutv1alpha1.ReleaseSuperseded:
 		return true
@@ -133,7 +134,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	retry := rel.Spec.Retry > rel.Status.ObservedRetry
-	if final(rel.Status.Phase) && !(retry && (rel.Status.Phase == rolloutv1alpha1.ReleaseAborted || rel.Status.Phase == rolloutv1alpha1.ReleaseRolledBack)) {
+	if Final(rel.Status.Phase) && !(retry && (rel.Status.Phase == rolloutv1alpha1.ReleaseAborted || rel.Status.Phase == rolloutv1alpha1.ReleaseRolledBack)) {
 		return ctrl.Result{}, nil
 	}
 	ns := ""
@@ -145,7 +146,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if b.BindingSpec().Revisions == nil {
-		if final(rel.Status.Phase) {
+		if Final(rel.Status.Phase) {
 			return ctrl.Result{}, nil
 		}
 		// The policy's rollout was removed: the template goes everywhere as it is.
@@ -412,19 +413,8 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 			}
 		}
 		if g.Analysis != nil {
-			phase, err := c.analysisPhase(ctx, s, g.Analysis, wave.Name, wave.Clusters)
-			if err != nil {
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, "held: "+err.Error()
-				return false, hold(s, err)
-			}
-			ws.AnalysisRun = analysisRunName(rel, s.status.ObservedRetry, wave.Name)
-			switch phase {
-			case rolloutv1alpha1.AnalysisSuccessful:
-			case rolloutv1alpha1.AnalysisFailed, rolloutv1alpha1.AnalysisError, rolloutv1alpha1.AnalysisInconclusive:
-				return false, c.failed(ctx, s, fmt.Sprintf("wave %s: analysis %s %s", wave.Name, ws.AnalysisRun, phase))
-			default:
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, "healthy; analysis "+ws.AnalysisRun+" running"
-				return false, nil
+			if passed, err := c.waveAnalysis(ctx, s, ws, g.Analysis, wave, wave.Name, "wave "+wave.Name, "healthy; "); !passed || err != nil {
+				return false, err
 			}
 		}
 		if g.ManualApproval {
@@ -589,6 +579,25 @@ func (c *Controller) template(ctx context.Context, namespace string, ref policyv
 	return &t.Spec, nil
 }
 
+// waveAnalysis runs a wave's analysis (a gate or a canary step) and says whether it passed; a
+// failure fails the wave, a mistake in the templates holds the release.
+func (c *Controller) waveAnalysis(ctx context.Context, s *step, ws *rolloutv1alpha1.WaveStatus, gate *policyv1alpha1.AnalysisGate, wave Wave, suffix, where, prefix string) (bool, error) {
+	phase, err := c.analysisPhase(ctx, s, gate, suffix, wave.Clusters)
+	if err != nil {
+		ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, "held: "+err.Error()
+		return false, hold(s, err)
+	}
+	ws.AnalysisRun = analysisRunName(s.rel, s.status.ObservedRetry, suffix)
+	switch phase {
+	case rolloutv1alpha1.AnalysisSuccessful:
+		return true, nil
+	case rolloutv1alpha1.AnalysisFailed, rolloutv1alpha1.AnalysisError, rolloutv1alpha1.AnalysisInconclusive:
+		return false, c.failed(ctx, s, fmt.Sprintf("%s: analysis %s %s", where, ws.AnalysisRun, phase))
+	}
+	ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, prefix+"analysis "+ws.AnalysisRun+" running"
+	return false, nil
+}
+
 // analysisRunName names a gate's run; a retry gets fresh runs.
 func analysisRunName(rel *rolloutv1alpha1.Release, retry int32, suffix string) string {
 	n := rel.Name + "-" + suffix
@@ -726,19 +735,8 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 			}
 		case st.Analysis != nil:
 			name := fmt.Sprintf("%s-step%d", wave.Name, k)
-			phase, err := c.analysisPhase(ctx, s, st.Analysis, name, wave.Clusters)
-			if err != nil {
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, "held: "+err.Error()
-				return false, hold(s, err)
-			}
-			ws.AnalysisRun = analysisRunName(rel, s.status.ObservedRetry, name)
-			switch phase {
-			case rolloutv1alpha1.AnalysisSuccessful:
-			case rolloutv1alpha1.AnalysisFailed, rolloutv1alpha1.AnalysisError, rolloutv1alpha1.AnalysisInconclusive:
-				return false, c.failed(ctx, s, fmt.Sprintf("wave %s step %d: analysis %s %s", wave.Name, k, ws.AnalysisRun, phase))
-			default:
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, fmt.Sprintf("step %d: analysis %s running", k, ws.AnalysisRun)
-				return false, nil
+			if passed, err := c.waveAnalysis(ctx, s, ws, st.Analysis, wave, name, fmt.Sprintf("wave %s step %d", wave.Name, k), fmt.Sprintf("step %d: ", k)); !passed || err != nil {
+				return false, err
 			}
 		case st.Pause != nil:
 			if rel.Spec.PromotedStep != fmt.Sprintf("%s/%d", wave.Name, k) {

@@ -138,7 +138,7 @@ func pruneRevisions(ctx context.Context, c client.Client, b workv1alpha1.Binding
 	}
 	for i := range rels.Items {
 		rel := &rels.Items[i]
-		if rel.Spec.Revision < oldestKept && final(rel.Status.Phase) && !keep[rel.Spec.Revision] {
+		if rel.Spec.Revision < oldestKept && Final(rel.Status.Phase) && !keep[rel.Spec.Revision] {
 			if err := c.Delete(ctx, rel, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 				return err
 			}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -160,4 +163,57 @@ func TestInvalidRolloutsAreRejected(t *testing.T) {
 		g.Expect(err).To(gomega.HaveOccurred(), tc.name)
 		g.Expect(err.Error()).To(gomega.ContainSubstring(tc.want), tc.name)
 	}
+}
+
+// An unknown analysis template holds a release, naming the field, before any cluster changes;
+// a newer change supersedes it; undo puts the stable workload back into the template.
+func TestHeldReleaseSupersedeAndUndo(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "undo"
+	ensureNamespace(t, cp, ns)
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{
+				Name: "first", ClusterNames: []string{"east"},
+				Gates: policyv1alpha1.Gates{Analysis: &policyv1alpha1.AnalysisGate{Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: "missing"}}}},
+			}}},
+		},
+	}
+	web := webDeployment(ns, 1)
+	createAll(t, g, policy, web)
+	g.Eventually(func() string { return memberImage(t, "east", ns, "web") }).Should(gomega.Equal("registry.example/web:1"))
+	g.Eventually(func() bool { return bindingOf(ctx, ns, "web-deployment").Spec.Revisions != nil }).Should(gomega.BeTrue())
+
+	setImage(t, g, web, "registry.example/web:2")
+	valid := func(name string) string {
+		if r := getRelease(ns, name); r != nil {
+			if c := meta.FindStatusCondition(r.Status.Conditions, "Valid"); c != nil && c.Status == metav1.ConditionFalse {
+				return c.Message
+			}
+		}
+		return ""
+	}
+	g.Eventually(func() string { return valid("web-deployment-r2") }).Should(gomega.ContainSubstring(
+		`spec.strategy.waves[0].gates.analysis.templates[0].templateName: AnalysisTemplate "missing" not found`))
+	g.Consistently(func() string { return memberImage(t, "east", ns, "web") }).WithTimeout(2 * time.Second).Should(gomega.Equal("registry.example/web:1"), "a held release changes no cluster")
+
+	setImage(t, g, web, "registry.example/web:3")
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "web-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSuperseded))
+	g.Eventually(func() string { return valid("web-deployment-r3") }).ShouldNot(gomega.BeEmpty())
+
+	out, err := flotilla("release", "undo", "deployment/web", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("workload of revision 1 put back"))
+	cur := &appsv1.Deployment{}
+	g.Expect(cp.Get(ctx, client.ObjectKeyFromObject(web), cur)).To(gomega.Succeed())
+	g.Expect(cur.Spec.Template.Spec.Containers[0].Image).To(gomega.Equal("registry.example/web:1"))
+	g.Eventually(func() int64 { return bindingOf(ctx, ns, "web-deployment").Spec.Revisions.Latest }).Should(gomega.Equal(int64(4)), "undo is a change like any other")
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "web-deployment-r3") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSuperseded))
+
+	out, err = flotilla("release", "undo", "deployment/web", "-n", ns, "--to-revision", "9")
+	g.Expect(err).To(gomega.HaveOccurred())
+	g.Expect(out + err.Error()).To(gomega.ContainSubstring("--to-revision 9: revisions run from 1 to 4"))
 }
