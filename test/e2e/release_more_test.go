@@ -198,7 +198,7 @@ func TestHeldReleaseSupersedeAndUndo(t *testing.T) {
 	}
 	g.Eventually(func() string { return valid("web-deployment-r2") }).Should(gomega.ContainSubstring(
 		`spec.strategy.waves[0].gates.analysis.templates[0].templateName: AnalysisTemplate "missing" not found`))
-	g.Consistently(func() string { return memberImage(t, "east", ns, "web") }).WithTimeout(2 * time.Second).Should(gomega.Equal("registry.example/web:1"), "a held release changes no cluster")
+	g.Consistently(func() string { return memberImage(t, "east", ns, "web") }).WithTimeout(2*time.Second).Should(gomega.Equal("registry.example/web:1"), "a held release changes no cluster")
 
 	setImage(t, g, web, "registry.example/web:3")
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "web-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSuperseded))
