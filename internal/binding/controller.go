@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
@@ -109,11 +112,27 @@ type Controller struct {
 	written sync.Map
 	// Reader reads dependencies uncached: no informer for kinds only ever read as dependencies.
 	Reader client.Reader
+	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
+	Interpreters *interpret.Registry
+	// Recorder emits events on bindings (interpreter errors).
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the controller.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("binding").
+	b := ctrl.NewControllerManagedBy(mgr).Named("binding")
+	if c.Interpreters != nil {
+		// A kind's customization changing renders and aggregates its bindings again.
+		b = b.WatchesRawSource(source.TypedChannel(c.Interpreters.Subscribe(), handler.TypedEnqueueRequestsFromMapFunc(
+			func(ctx context.Context, kind *unstructured.Unstructured) []reconcile.Request {
+				var reqs []reconcile.Request
+				for _, bd := range detector.BindingsOfKind(ctx, c.Client, kind.GroupVersionKind()) {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(bd)})
+				}
+				return reqs
+			})))
+	}
+	return b.
 		For(&workv1alpha1.ResourceBinding{}).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
 		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(statusSettle)).
@@ -239,8 +258,8 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // the template's deletion removes the binding
 	}
-	in := interpret.For(gvk.GroupKind())
-	_, hasReplicas, _ := in.GetReplicas(tmpl)
+	in := c.Interpreters.For(gvk)
+	_, hasReplicas, replicasErr := in.GetReplicas(tmpl)
 
 	targets := map[string]workv1alpha1.TargetCluster{}
 	for _, t := range bs.Clusters {
@@ -308,7 +327,17 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// "waiting for the members" now would only cost a write.
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing, renderErrors)
+	var interpretErrors []string
+	if replicasErr != nil {
+		interpretErrors = append(interpretErrors, replicasErr.Error())
+	}
+	for cluster, msg := range renderErrors {
+		if strings.Contains(msg, "interpreter customization ") {
+			interpretErrors = append(interpretErrors, cluster+": "+msg)
+		}
+	}
+	sort.Strings(interpretErrors)
+	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing, renderErrors, interpretErrors)
 }
 
 // forgetWrites drops the write expectations of a binding's Works.
@@ -394,7 +423,7 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 	if err != nil {
 		return nil, err
 	}
-	if hash == release.WorkloadHash(tmpl) {
+	if hash == release.WorkloadHash(c.Interpreters.For(tmpl.GroupVersionKind()), tmpl) {
 		src = tmpl
 	} else {
 		src.SetName(tmpl.GetName())
@@ -498,11 +527,18 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 // the member's pods then report it, as they would in a single cluster.
 func (c *Controller) dependencies(ctx context.Context, tmpl *unstructured.Unstructured, workNS, workName string) ([]workv1alpha1.Manifest, error) {
 	var out []workv1alpha1.Manifest
-	for _, d := range interpret.Dependencies(tmpl) {
+	deps, err := c.Interpreters.For(tmpl.GroupVersionKind()).Dependencies(tmpl)
+	if err != nil {
+		return nil, &renderError{err}
+	}
+	for _, d := range deps {
 		dep := &unstructured.Unstructured{}
 		dep.SetAPIVersion(d.APIVersion)
 		dep.SetKind(d.Kind)
 		if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: tmpl.GetNamespace(), Name: d.Name}, dep); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // a kind the control plane does not serve cannot be propagated
+			}
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -511,7 +547,7 @@ func (c *Controller) dependencies(ctx context.Context, tmpl *unstructured.Unstru
 		if detector.IsSystemObject(dep) {
 			continue
 		}
-		m, err := render.Render(dep, interpret.For(dep.GroupVersionKind().GroupKind()), render.Target{WorkNamespace: workNS, WorkName: workName})
+		m, err := render.Render(dep, c.Interpreters.For(dep.GroupVersionKind()), render.Target{WorkNamespace: workNS, WorkName: workName})
 		if err != nil {
 			return nil, err
 		}
@@ -543,7 +579,7 @@ func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
 
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
-func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work, renderErrors map[string]string) error {
+func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) error {
 	bs := b.BindingSpec()
 	status := b.BindingStatus().DeepCopy()
 	status.ObservedGeneration = b.GetGeneration()
@@ -576,11 +612,17 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 					}
 				}
 			}
+			if ic := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionInterpreted); ic != nil && ic.Status == metav1.ConditionFalse {
+				interpretErrors = append(interpretErrors, t.Name+": "+ic.Message)
+				if cs.Message == "" {
+					cs.Message = ic.Message
+				}
+			}
 			cs.Status = w.Status.ManifestStatus
 			if w.Status.ManifestStatus != nil {
 				m := map[string]any{}
 				if json.Unmarshal(w.Status.ManifestStatus.Raw, &m) == nil {
-					members = append(members, interpret.MemberStatus{Cluster: t.Name, Status: m})
+					members = append(members, interpret.MemberStatus{Cluster: t.Name, Status: m, Applied: cs.Applied, Health: cs.Health})
 				}
 			}
 		}
@@ -614,6 +656,28 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		healthy.Status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&status.Conditions, healthy)
+
+	var agg map[string]any
+	if len(members) == len(bs.Clusters) { // every member reported
+		var err error
+		if agg, err = in.AggregateStatus(tmpl, members); err != nil {
+			interpretErrors = append(interpretErrors, err.Error())
+			agg = nil
+		}
+	}
+	interpreted := metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionTrue, Reason: "Interpreted",
+		Message: "every interpreter call succeeded", ObservedGeneration: b.GetGeneration()}
+	if len(interpretErrors) > 0 {
+		msg := strings.Join(interpretErrors, "; ")
+		if len(msg) > 4096 {
+			msg = msg[:4093] + "..."
+		}
+		interpreted.Status, interpreted.Reason, interpreted.Message = metav1.ConditionFalse, "InterpreterError", msg
+		if old := meta.FindStatusCondition(b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted); c.Recorder != nil && (old == nil || old.Message != msg) {
+			c.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "InterpreterError", "Interpret", "%s", msg)
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, interpreted)
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
 		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
 		*b.BindingStatus() = *status
@@ -622,12 +686,8 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 	}
 
-	if len(members) != len(bs.Clusters) {
-		return nil // not every member reported yet
-	}
-	agg := in.AggregateStatus(tmpl, members)
 	if agg == nil {
-		return nil
+		return nil // not every member reported yet, or the kind's status is not aggregated
 	}
 	current, _, _ := unstructured.NestedMap(tmpl.Object, "status")
 	merged := map[string]any{}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/internal/customization"
+	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"io"
 	"os"
 	"strings"
@@ -200,7 +202,11 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 	if err := t.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, tmpl); err != nil {
 		return err
 	}
-	in := interpret.For(tmpl.GroupVersionKind().GroupKind())
+	interpreters := interpret.NewRegistry(luavm.Limits{})
+	if err := customization.Load(ctx, t.c, interpreters); err != nil {
+		return err
+	}
+	in := interpreters.For(tmpl.GroupVersionKind())
 	replicas, hasReplicas, _ := in.GetReplicas(tmpl)
 	for k, v := range old.Object {
 		if k != "metadata" && k != "status" {

@@ -54,6 +54,8 @@ type TemplateKey struct {
 // Detector reconciles templates into bindings.
 type Detector struct {
 	Client client.Client
+	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
+	Interpreters *interpret.Registry
 	mgr    ctrl.Manager
 	ctrl   controller.TypedController[TemplateKey]
 
@@ -76,6 +78,20 @@ func (d *Detector) SetupWithManager(mgr ctrl.Manager) error {
 	// A policy change re-evaluates every template of the kinds it selects.
 	for _, p := range []client.Object{&policyv1alpha1.PropagationPolicy{}, &policyv1alpha1.ClusterPropagationPolicy{}} {
 		if err := c.Watch(source.TypedKind(mgr.GetCache(), p, handler.TypedEnqueueRequestsFromMapFunc(d.templatesOfPolicy))); err != nil {
+			return err
+		}
+	}
+	// A kind's customization changing re-reads the replicas of every template of the kind.
+	if d.Interpreters != nil {
+		if err := c.Watch(source.TypedChannel(d.Interpreters.Subscribe(), handler.TypedEnqueueRequestsFromMapFunc(
+			func(ctx context.Context, kind *unstructured.Unstructured) []TemplateKey {
+				var keys []TemplateKey
+				for _, b := range BindingsOfKind(ctx, d.Client, kind.GroupVersionKind()) {
+					r := b.BindingSpec().Resource
+					keys = append(keys, TemplateKey{GVK: kind.GroupVersionKind(), NamespacedName: client.ObjectKey{Namespace: r.Namespace, Name: r.Name}})
+				}
+				return keys
+			}))); err != nil {
 			return err
 		}
 	}
@@ -194,7 +210,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	if best == nil {
 		return reconcile.Result{}, d.deleteBinding(ctx, bindingKey)
 	}
-	replicas, _, err := interpret.For(key.GVK.GroupKind()).GetReplicas(tmpl)
+	replicas, _, err := d.Interpreters.For(key.GVK).GetReplicas(tmpl)
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("reading replicas of %s %s: %w", key.GVK.Kind, key.NamespacedName, err))
 	}
@@ -334,4 +350,28 @@ func ptrOr(p *int32) int32 {
 		return 0
 	}
 	return *p
+}
+
+// BindingsOfKind lists the bindings whose template is of the kind, namespaced and
+// cluster-scoped alike: what must be interpreted again when the kind's customization changes.
+func BindingsOfKind(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind) []workv1alpha1.Binding {
+	var out []workv1alpha1.Binding
+	apiVersion := gvk.GroupVersion().String()
+	rbs := &workv1alpha1.ResourceBindingList{}
+	if err := c.List(ctx, rbs); err == nil {
+		for i := range rbs.Items {
+			if r := rbs.Items[i].Spec.Resource; r.APIVersion == apiVersion && r.Kind == gvk.Kind {
+				out = append(out, &rbs.Items[i])
+			}
+		}
+	}
+	crbs := &workv1alpha1.ClusterResourceBindingList{}
+	if err := c.List(ctx, crbs); err == nil {
+		for i := range crbs.Items {
+			if r := crbs.Items[i].Spec.Resource; r.APIVersion == apiVersion && r.Kind == gvk.Kind {
+				out = append(out, &crbs.Items[i])
+			}
+		}
+	}
+	return out
 }

@@ -70,6 +70,8 @@ const releasedStatusSettle = 100 * time.Millisecond
 type Executor struct {
 	Client  client.Client
 	Members *clustercache.Cache
+	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
+	Interpreters *interpret.Registry
 	changes chan event.GenericEvent
 	// namespaces remembers member namespaces known to exist, per cluster, to save a call per apply.
 	namespaces sync.Map
@@ -237,6 +239,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		unchanged = status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
 	}
 	var objects []workv1alpha1.AppliedObject
+	var interpretErrors []string
 	for i, m := range w.Spec.Manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
@@ -281,6 +284,10 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				return fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
 			case err == nil:
 				retainScaledReplicas(existing, obj)
+				if err := e.Interpreters.For(gvk).Retain(obj, existing); err != nil {
+					cancel()
+					return fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+				}
 			}
 			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
 			cancel()
@@ -296,14 +303,26 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		}
 		ref := workv1alpha1.AppliedObject{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Health: workv1alpha1.HealthUnknown}
 		if live != nil {
-			in := interpret.For(gvk.GroupKind())
-			ref.Health = in.Health(live)
+			in := e.Interpreters.For(gvk)
+			var problems []string
+			var err error
+			if ref.Health, err = in.Health(live); err != nil {
+				problems = append(problems, err.Error())
+			}
 			if i == len(w.Spec.Manifests)-1 { // the template; earlier manifests are its dependencies
 				status.Health = ref.Health
-				if st := in.ReflectStatus(live); st != nil {
+				st, err := in.ReflectStatus(live)
+				if err != nil {
+					problems = append(problems, err.Error())
+				}
+				if st != nil {
 					raw, _ := json.Marshal(st)
 					status.ManifestStatus = &runtime.RawExtension{Raw: raw}
 				}
+			}
+			if len(problems) > 0 {
+				ref.Message = truncate(strings.Join(problems, "; "), 2048)
+				interpretErrors = append(interpretErrors, fmt.Sprintf("%s %s: %s", gvk.Kind, obj.GetName(), ref.Message))
 			}
 		}
 		objects = append(objects, ref)
@@ -319,7 +338,20 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	status.AppliedHash = hash
 	e.applied.Store(key, appliedWork{w.UID, w.Generation, hash, objects})
 	setApplied(status, w, metav1.ConditionTrue, "Applied", "the manifests are applied in the member")
+	interpreted := metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionTrue, Reason: "Interpreted",
+		Message: "health and status interpreted", ObservedGeneration: w.Generation}
+	if len(interpretErrors) > 0 {
+		interpreted.Status, interpreted.Reason, interpreted.Message = metav1.ConditionFalse, "InterpreterError", truncate(strings.Join(interpretErrors, "; "), 4096)
+	}
+	meta.SetStatusCondition(&status.Conditions, interpreted)
 	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }
 
 // retainScaledReplicas leaves spec.replicas to whoever scaled the member object through its

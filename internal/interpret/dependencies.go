@@ -1,16 +1,19 @@
 package interpret
 
 import (
+	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-// Dependency is an object a workload's pods reference, in the workload's namespace.
+// Dependency is an object a workload needs beside it; an empty Namespace means the
+// workload's own.
 type Dependency struct {
-	APIVersion, Kind, Name string
+	APIVersion, Kind, Namespace, Name string
 }
 
 // podSpecPath is where a kind keeps its pod spec.
@@ -24,14 +27,27 @@ func podSpecPath(kind string) []string {
 	return []string{"spec", "template", "spec"}
 }
 
-// Dependencies lists the ConfigMaps, Secrets, ServiceAccount and PersistentVolumeClaims a
+// PodDependencies lists the ConfigMaps, Secrets, ServiceAccount and PersistentVolumeClaims a
 // workload's pod spec references, sorted and without duplicates. Kinds without a pod spec
 // have none.
-func Dependencies(obj *unstructured.Unstructured) []Dependency {
+func PodDependencies(obj *unstructured.Unstructured) []Dependency {
 	raw, found, _ := unstructured.NestedMap(obj.Object, podSpecPath(obj.GetKind())...)
 	if !found {
 		return nil
 	}
+	return podSpecDependencies(raw)
+}
+
+// podRequests is what one pod of the spec requests, init containers and overhead included.
+func podRequests(rawSpec map[string]any) (corev1.ResourceList, error) {
+	spec := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rawSpec, spec); err != nil {
+		return nil, fmt.Errorf("pod spec: %w", err)
+	}
+	return resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}), nil
+}
+
+func podSpecDependencies(raw map[string]any) []Dependency {
 	spec := &corev1.PodSpec{}
 	if runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec) != nil {
 		return nil

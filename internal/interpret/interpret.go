@@ -3,6 +3,7 @@ package interpret
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -13,25 +14,77 @@ import (
 type MemberStatus struct {
 	Cluster string
 	Status  map[string]any
+	Applied bool
+	Health  workv1alpha1.Health
 }
 
-// Interpreter is what the rest of Flotilla asks about a kind.
+// Interpreter is what the rest of Flotilla asks about a kind. Every method may fail when a
+// Lua customization does; built-in interpreters fail only on malformed objects.
 type Interpreter interface {
 	// GetReplicas returns the replica count and whether the kind has replicas at all.
 	GetReplicas(obj *unstructured.Unstructured) (int32, bool, error)
+	// ReplicaRequests returns what one replica requests (cpu, memory...), for capacity division;
+	// nil when unknown.
+	ReplicaRequests(obj *unstructured.Unstructured) (corev1.ResourceList, error)
 	// ReviseReplica sets a cluster's share of the replicas on a rendered copy.
 	ReviseReplica(obj *unstructured.Unstructured, replicas int32) error
 	// ReflectStatus picks what of a member object's status goes back to the control plane.
-	ReflectStatus(obj *unstructured.Unstructured) map[string]any
+	ReflectStatus(obj *unstructured.Unstructured) (map[string]any, error)
 	// AggregateStatus folds the members' statuses into the template's status; nil means the
 	// template's status is not written.
-	AggregateStatus(template *unstructured.Unstructured, members []MemberStatus) map[string]any
+	AggregateStatus(template *unstructured.Unstructured, members []MemberStatus) (map[string]any, error)
 	// Health judges a member object.
+	Health(obj *unstructured.Unstructured) (workv1alpha1.Health, error)
+	// Retain copies into desired the fields of the live member object that member-side
+	// controllers own, so applying desired does not undo them.
+	Retain(desired, observed *unstructured.Unstructured) error
+	// Dependencies lists the objects the workload needs beside it in every cluster.
+	Dependencies(obj *unstructured.Unstructured) ([]Dependency, error)
+}
+
+// kind is a built-in interpreter of one kind; builtin adapts it to Interpreter.
+type kind interface {
+	GetReplicas(obj *unstructured.Unstructured) (int32, bool, error)
+	ReviseReplica(obj *unstructured.Unstructured, replicas int32) error
+	ReflectStatus(obj *unstructured.Unstructured) map[string]any
+	AggregateStatus(template *unstructured.Unstructured, members []MemberStatus) map[string]any
 	Health(obj *unstructured.Unstructured) workv1alpha1.Health
 }
 
-// For returns the interpreter of a kind.
-func For(gk schema.GroupKind) Interpreter {
+type builtin struct{ kind }
+
+func (b builtin) ReflectStatus(obj *unstructured.Unstructured) (map[string]any, error) {
+	return b.kind.ReflectStatus(obj), nil
+}
+
+func (b builtin) AggregateStatus(t *unstructured.Unstructured, m []MemberStatus) (map[string]any, error) {
+	return b.kind.AggregateStatus(t, m), nil
+}
+
+func (b builtin) Health(obj *unstructured.Unstructured) (workv1alpha1.Health, error) {
+	return b.kind.Health(obj), nil
+}
+
+// Retain: built-in kinds have nothing to retain beyond what server-side apply ownership and
+// the executor's scale-subresource rule already keep.
+func (builtin) Retain(_, _ *unstructured.Unstructured) error { return nil }
+
+func (builtin) Dependencies(obj *unstructured.Unstructured) ([]Dependency, error) {
+	return PodDependencies(obj), nil
+}
+
+func (builtin) ReplicaRequests(obj *unstructured.Unstructured) (corev1.ResourceList, error) {
+	raw, found, _ := unstructured.NestedMap(obj.Object, podSpecPath(obj.GetKind())...)
+	if !found {
+		return nil, nil
+	}
+	return podRequests(raw)
+}
+
+// Builtin returns the built-in Go interpreter of a kind.
+func Builtin(gk schema.GroupKind) Interpreter { return builtin{builtinKind(gk)} }
+
+func builtinKind(gk schema.GroupKind) kind {
 	switch gk {
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		return replicated{counts: []string{"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"},

@@ -25,7 +25,7 @@ func deploy(gen int64, replicas int64, status map[string]any) *unstructured.Unst
 }
 
 func TestDeploymentReplicasAndHealth(t *testing.T) {
-	in := For(deploymentGK)
+	in := builtinKind(deploymentGK)
 	r, has, err := in.GetReplicas(deploy(1, 10, nil))
 	if err != nil || !has || r != 10 {
 		t.Fatalf("GetReplicas = %d %v %v", r, has, err)
@@ -47,7 +47,7 @@ func TestDeploymentReplicasAndHealth(t *testing.T) {
 }
 
 func TestDeploymentAggregateStatus(t *testing.T) {
-	in := For(deploymentGK)
+	in := builtinKind(deploymentGK)
 	member := func(gen, observed, avail int64) MemberStatus {
 		return MemberStatus{Status: in.ReflectStatus(deploy(gen, 5, map[string]any{
 			"observedGeneration": observed, "replicas": int64(5), "updatedReplicas": int64(5), "readyReplicas": avail, "availableReplicas": avail,
@@ -68,7 +68,7 @@ func TestDeploymentAggregateStatus(t *testing.T) {
 }
 
 func TestJobAggregate(t *testing.T) {
-	in := For(schema.GroupKind{Group: "batch", Kind: "Job"})
+	in := builtinKind(schema.GroupKind{Group: "batch", Kind: "Job"})
 	done := func(start, end string) map[string]any {
 		return map[string]any{"succeeded": int64(1), "startTime": start, "completionTime": end,
 			"conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
@@ -113,13 +113,13 @@ func TestDependencies(t *testing.T) {
 		}}},
 	}}
 	want := []Dependency{
-		{"v1", "ConfigMap", "web-config"}, {"v1", "PersistentVolumeClaim", "web-data"},
-		{"v1", "Secret", "pull"}, {"v1", "Secret", "web-secrets"}, {"v1", "ServiceAccount", "web-sa"},
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "web-config"}, {APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "web-data"},
+		{APIVersion: "v1", Kind: "Secret", Name: "pull"}, {APIVersion: "v1", Kind: "Secret", Name: "web-secrets"}, {APIVersion: "v1", Kind: "ServiceAccount", Name: "web-sa"},
 	}
-	if diff := cmp.Diff(want, Dependencies(obj)); diff != "" {
+	if diff := cmp.Diff(want, PodDependencies(obj)); diff != "" {
 		t.Errorf("dependencies (-want +got):\n%s", diff)
 	}
-	if got := Dependencies(&unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{}}}); len(got) != 0 {
+	if got := PodDependencies(&unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{}}}); len(got) != 0 {
 		t.Errorf("a ConfigMap has no dependencies: %v", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
@@ -28,6 +29,7 @@ func init() {
 	utilruntime.Must(policyv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(workv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(rolloutv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(configv1alpha1.AddToScheme(Scheme))
 }
 
 // FieldManager is the server-side-apply field manager of every write Flotilla makes.

@@ -264,3 +264,14 @@ func tableToGo(t *lua.LTable, depth int, b *budget) (any, error) {
 		return out, nil
 	}
 }
+
+// ToGo converts a Lua value to plain Go values for trusted Go helpers (preloaded modules),
+// with the default size budget.
+func ToGo(v lua.LValue) (any, error) {
+	return fromLua(v, 0, newBudget(DefaultLimits().MaxValueBytes))
+}
+
+// ToLua converts plain Go values to a Lua value owned by L for trusted Go helpers.
+func ToLua(L *lua.LState, v any) (lua.LValue, error) {
+	return toLua(L, v, 0, newBudget(DefaultLimits().MaxValueBytes))
+}

@@ -208,7 +208,7 @@ func TestCallFailuresAreIsolated(t *testing.T) {
 		{"OsExec", nil, "attempt to index"},
 		{"Load", nil, "attempt to call a non-function"},
 		{"DoFile", nil, "attempt to call a non-function"},
-		{"Require", nil, "attempt to call a non-function"},
+		{"Require", nil, "only the preloaded modules can be required"},
 		{"ReturnFunction", nil, "result 1 of ReturnFunction in script \"test.lua\": a Lua function cannot be converted"},
 		{"Mixed", nil, "mixes list index 1 with string key"},
 		{"Sparse", nil, "without holes"},
@@ -281,6 +281,16 @@ func TestPreload(t *testing.T) {
 	got, err := pool.Call(context.Background(), s, "F", 1)
 	if err != nil || got[0] != int64(42) {
 		t.Fatalf("F = %v, %v", got, err)
+	}
+	// require returns the preloaded module, also at the top level under Pool.Compile.
+	s, err = pool.Compile("r.lua", `local h = require("helper")
+function F() return h.answer + require("helper").answer end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = pool.Call(context.Background(), s, "F", 1)
+	if err != nil || got[0] != int64(84) {
+		t.Fatalf("F with require = %v, %v", got, err)
 	}
 }
 

@@ -26,6 +26,8 @@ type sandbox struct {
 	base map[string]lua.LValue
 	// libs holds pristine library tables; each call receives shallow copies.
 	libs map[string]*lua.LTable
+	// modules are the preloaded names `require` may return.
+	modules map[string]bool
 }
 
 func newSandbox(limits Limits, preload map[string]lua.LGFunction) (*sandbox, error) {
@@ -55,7 +57,7 @@ func newSandbox(limits Limits, preload map[string]lua.LGFunction) (*sandbox, err
 		globals.RawSetString(name, lua.LNil)
 	}
 
-	sb := &sandbox{L: L, base: map[string]lua.LValue{}, libs: map[string]*lua.LTable{}}
+	sb := &sandbox{L: L, base: map[string]lua.LValue{}, libs: map[string]*lua.LTable{}, modules: map[string]bool{}}
 	strLib := globals.RawGetString("string").(*lua.LTable)
 	strLib.RawSetString("dump", lua.LNil)
 	strLib.RawSetString("__index", lua.LNil) // OpenString makes the lib its own metatable; we use a separate one below.
@@ -94,6 +96,7 @@ func newSandbox(limits Limits, preload map[string]lua.LGFunction) (*sandbox, err
 		}
 		mod := L.Get(-1)
 		L.Pop(1)
+		sb.modules[name] = true
 		if t, ok := mod.(*lua.LTable); ok {
 			sb.libs[name] = t
 		} else {
@@ -113,6 +116,16 @@ func (sb *sandbox) newEnv() *lua.LTable {
 		env.RawSetString(name, copyTable(sb.L, lib))
 	}
 	env.RawSetString("_G", env)
+	// require returns this call's copy of a preloaded module and nothing else, so scripts
+	// written as `local kube = require("kube")` work while no code can be loaded.
+	env.RawSetString("require", sb.L.NewFunction(func(L *lua.LState) int {
+		name := L.CheckString(1)
+		if !sb.modules[name] {
+			L.RaiseError("require(%q): only the preloaded modules can be required", name)
+		}
+		L.Push(env.RawGetString(name))
+		return 1
+	}))
 	return env
 }
 

@@ -27,10 +27,18 @@ func (s *Script) Has(fn string) bool { return s.functions[fn] }
 // with the line number, instead of at the first call. It then runs the top
 // level once in a fresh sandbox under DefaultLimits to learn which functions
 // the script defines; a top level that fails or loops is an error here too.
-// Preloaded modules are not available during Compile, so top-level code
-// should only define functions.
+// Preloaded modules are not available to package Compile; Pool.Compile has them.
 func Compile(name, source string) (*Script, error) {
-	limits := DefaultLimits()
+	return compileScript(name, source, DefaultLimits(), nil)
+}
+
+// Compile is the package Compile with the pool's limits and preloaded modules available to
+// the script's top level.
+func (p *Pool) Compile(name, source string) (*Script, error) {
+	return compileScript(name, source, p.limits, p.preload)
+}
+
+func compileScript(name, source string, limits Limits, preload map[string]lua.LGFunction) (*Script, error) {
 	if len(source) > limits.MaxValueBytes {
 		return nil, fmt.Errorf("luavm: script %q is %d bytes, over the limit of %d bytes", name, len(source), limits.MaxValueBytes)
 	}
@@ -44,7 +52,7 @@ func Compile(name, source string) (*Script, error) {
 	}
 	s := &Script{name: name, proto: proto, functions: map[string]bool{}}
 
-	sb, err := newSandbox(limits, nil)
+	sb, err := newSandbox(limits, preload)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +67,7 @@ func Compile(name, source string) (*Script, error) {
 		if _, ok := v.(*lua.LFunction); !ok {
 			return
 		}
-		if name, ok := k.(lua.LString); ok && sb.base[string(name)] != v {
+		if name, ok := k.(lua.LString); ok && sb.base[string(name)] != v && name != "require" {
 			s.functions[string(name)] = true
 		}
 	})

@@ -7,6 +7,9 @@ package manager
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/internal/customization"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +90,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	members := clustercache.New(o.Probe)
+	interpreters := interpret.NewRegistry(luavm.Limits{})
+	if err := customization.Load(ctx, mgr.GetAPIReader(), interpreters); err != nil {
+		return err
+	}
+	if err := (&customization.Controller{Client: mgr.GetClient(), Registry: interpreters,
+		Recorder: mgr.GetEventRecorder("flotilla-customization")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the customization controller: %w", err)
+	}
 	if err := (&cluster.Reconciler{
 		Client:   mgr.GetClient(),
 		Cache:    members,
@@ -94,19 +105,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
-	if err := (&detector.Detector{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the detector: %w", err)
 	}
-	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler")}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
-	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-binding")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
-	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members}).SetupWithManager(mgr); err != nil {
+	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members, Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}
-	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
+	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release"), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release recorder: %w", err)
 	}
 	if err := (&release.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -32,6 +33,8 @@ const defaultHistory = 10
 type Recorder struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
+	Interpreters *interpret.Registry
 }
 
 // SetupWithManager registers the recorder.
@@ -133,7 +136,7 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	hash := WorkloadHash(tmpl)
+	hash := WorkloadHash(r.Interpreters.For(tmpl.GroupVersionKind()), tmpl)
 	if bs.Revisions == nil {
 		// A history starts here: anything left of an earlier one (a rollout removed and added
 		// again, a binding re-created) must not be taken for it.

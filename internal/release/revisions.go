@@ -56,11 +56,10 @@ func bindingHash(b workv1alpha1.Binding) string {
 
 // WorkloadHash hashes what a release is about: the template without metadata, status and
 // replicas. A change of replicas or labels alone is not a new revision.
-func WorkloadHash(tmpl *unstructured.Unstructured) string {
+func WorkloadHash(in interpret.Interpreter, tmpl *unstructured.Unstructured) string {
 	c := tmpl.DeepCopy()
 	delete(c.Object, "metadata")
 	delete(c.Object, "status")
-	in := interpret.For(c.GroupVersionKind().GroupKind())
 	if _, has, _ := in.GetReplicas(c); has {
 		_ = in.ReviseReplica(c, 0)
 	}

@@ -44,7 +44,7 @@ spec:
   template: {spec: {containers: [{name: app, image: web:1}]}}
 status: {replicas: 10}
 `)
-	got, err := Render(tmpl, interpret.For(tmpl.GroupVersionKind().GroupKind()), Target{Replicas: 4, HasReplicas: true, WorkNamespace: "flotilla-es-east", WorkName: "shop-web-deployment"})
+	got, err := Render(tmpl, interpret.Builtin(tmpl.GroupVersionKind().GroupKind()), Target{Replicas: 4, HasReplicas: true, WorkNamespace: "flotilla-es-east", WorkName: "shop-web-deployment"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ kind: Service
 metadata: {name: web, namespace: shop}
 spec: {clusterIP: 10.96.0.12, clusterIPs: [10.96.0.12], ports: [{port: 80}]}
 `)
-	got, err := Render(svc, interpret.For(svc.GroupVersionKind().GroupKind()), Target{})
+	got, err := Render(svc, interpret.Builtin(svc.GroupVersionKind().GroupKind()), Target{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ kind: Service
 metadata: {name: db, namespace: shop}
 spec: {clusterIP: None}
 `)
-	got, _ = Render(headless, interpret.For(headless.GroupVersionKind().GroupKind()), Target{})
+	got, _ = Render(headless, interpret.Builtin(headless.GroupVersionKind().GroupKind()), Target{})
 	if ip, _, _ := unstructured.NestedString(got.Object, "spec", "clusterIP"); ip != "None" {
 		t.Error("a headless Service keeps clusterIP None")
 	}
@@ -100,7 +100,7 @@ spec:
   selector: {matchLabels: {batch.kubernetes.io/controller-uid: abc}}
   template: {metadata: {labels: {app: migrate, batch.kubernetes.io/controller-uid: abc, controller-uid: abc, job-name: migrate}}, spec: {restartPolicy: Never}}
 `)
-	got, _ = Render(job, interpret.For(job.GroupVersionKind().GroupKind()), Target{})
+	got, _ = Render(job, interpret.Builtin(job.GroupVersionKind().GroupKind()), Target{})
 	labels, _, _ := unstructured.NestedStringMap(got.Object, "spec", "template", "metadata", "labels")
 	if diff := cmp.Diff(map[string]string{"app": "migrate"}, labels); diff != "" {
 		t.Errorf("job template labels (-want +got):\n%s", diff)

@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
-	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +38,8 @@ import (
 type Controller struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
+	Interpreters *interpret.Registry
 }
 
 // groupIndex indexes bindings by spec.group.
@@ -250,7 +250,7 @@ func (c *Controller) scheduleInGroup(ctx context.Context, b workv1alpha1.Binding
 		return leadClusters, reason, nil
 	}
 	bs := b.BindingSpec()
-	_, hasReplicas, _ := interpretReplicas(gvkOf(bs))
+	_, hasReplicas, _ := c.interpretReplicas(gvkOf(bs))
 	rs := spec.Placement.ReplicaScheduling
 	divided := hasReplicas && rs != nil && rs.Type == policyv1alpha1.ReplicaSchedulingDivided && leadSpec.Replicas > 0
 	out := make([]workv1alpha1.TargetCluster, 0, len(leadClusters))
@@ -348,7 +348,7 @@ func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds
 	for _, t := range bs.Clusters {
 		current[t.Name] = t.Replicas
 	}
-	_, hasReplicas, _ := interpretReplicas(gvk)
+	_, hasReplicas, _ := c.interpretReplicas(gvk)
 	rs := spec.Placement.ReplicaScheduling
 	var assignment Assignment
 	switch {
@@ -396,9 +396,11 @@ func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds
 	return out, reason, nil
 }
 
-func interpretReplicas(gvk schema.GroupVersionKind) (int32, bool, error) {
-	probe := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
-	return interpret.For(gvk.GroupKind()).GetReplicas(probe)
+// interpretReplicas tells whether the kind has replicas; a customization that scripts
+// GetReplicas says it has, whatever it makes of the empty probe.
+func (c *Controller) interpretReplicas(gvk schema.GroupVersionKind) (int32, bool, error) {
+	probe := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "spec": map[string]any{}}}
+	return c.Interpreters.For(gvk).GetReplicas(probe)
 }
 
 // capacityTargets weighs clusters by how many more pods of the template fit, counting the
@@ -410,13 +412,10 @@ func (c *Controller) capacityTargets(ctx context.Context, bs *workv1alpha1.Resou
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
 		return nil, err
 	}
-	podTemplate := &corev1.PodTemplateSpec{}
-	if raw, found, _ := unstructured.NestedMap(tmpl.Object, "spec", "template"); found {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, podTemplate); err != nil {
-			return nil, fmt.Errorf("spec.template of %s %s is not a pod template: %w", tmpl.GetKind(), tmpl.GetName(), err)
-		}
+	perPod, err := c.Interpreters.For(tmpl.GroupVersionKind()).ReplicaRequests(tmpl)
+	if err != nil {
+		return nil, fmt.Errorf("requests of one replica of %s %s: %w", tmpl.GetKind(), tmpl.GetName(), err)
 	}
-	perPod := resourcehelper.PodRequests(&corev1.Pod{Spec: podTemplate.Spec}, resourcehelper.PodResourcesOptions{})
 	targets := make([]Target, 0, len(candidates))
 	for _, cl := range candidates {
 		rs := cl.Status.ResourceSummary

@@ -13,6 +13,9 @@ const (
 	ConditionApplied = "Applied"
 	// ConditionHealthy: the workload is healthy in every cluster.
 	ConditionHealthy = "Healthy"
+	// ConditionInterpreted: every interpreter call for the object succeeded; False names the
+	// failing customization, operation and Lua error.
+	ConditionInterpreted = "Interpreted"
 )
 
 // Health of a workload in one cluster or overall.
@@ -448,6 +451,10 @@ type AppliedObject struct {
 	// health of the object in the member.
 	// +optional
 	Health Health `json:"health,omitempty"`
+	// message says why health or status could not be interpreted (a failing Lua customization).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Message string `json:"message,omitempty"`
 }
 
 // Work is the rendered manifests of one binding for one member cluster, in that cluster's

@@ -1,0 +1,125 @@
+package customization
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+)
+
+// Controller compiles customizations and keeps the registry in step with them.
+type Controller struct {
+	Client   client.Client
+	Registry *interpret.Registry
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the controller.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("customization").
+		For(&configv1alpha1.ResourceInterpreterCustomization{}).
+		Complete(c)
+}
+
+// Load compiles and puts in force every customization that compiles, before the controllers
+// start: a workload of a customized kind must never be interpreted by the built-in fallback
+// just because the customization controller has not run yet. A control plane without the
+// CRD has no customizations.
+func Load(ctx context.Context, r client.Reader, reg *interpret.Registry) error {
+	list := &configv1alpha1.ResourceInterpreterCustomizationList{}
+	if err := r.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil
+		}
+		return fmt.Errorf("listing resource interpreter customizations: %w", err)
+	}
+	for i := range list.Items {
+		if compiled, err := reg.Compile(&list.Items[i]); err == nil {
+			reg.Put(compiled)
+		}
+	}
+	return nil
+}
+
+// Reconcile compiles one customization. A version that does not compile is Stalled and the
+// last version that compiled stays in force, as if admission had refused the edit.
+func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ric := &configv1alpha1.ResourceInterpreterCustomization{}
+	if err := c.Client.Get(ctx, req.NamespacedName, ric); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.Registry.Remove(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !ric.DeletionTimestamp.IsZero() {
+		c.Registry.Remove(ric.Name)
+		return ctrl.Result{}, nil
+	}
+	status := ric.Status.DeepCopy()
+	status.ObservedGeneration = ric.Generation
+	compiled, err := c.Registry.Compile(ric)
+	if err != nil {
+		msg := Describe(err)
+		active, inForce := c.Registry.Active(ric.Name)
+		ready := metav1.Condition{Type: configv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonCompileFailed,
+			Message: "no version of this customization compiled; the kind is interpreted by the built-in interpreter"}
+		if inForce {
+			ready.Status, ready.Reason = metav1.ConditionTrue, "PreviousGenerationInForce"
+			ready.Message = fmt.Sprintf("generation %d stays in force; generation %d does not compile", active.Generation, ric.Generation)
+		}
+		setConditions(status, ric.Generation, ready, metav1.Condition{Type: configv1alpha1.ConditionStalled, Status: metav1.ConditionTrue,
+			Reason: configv1alpha1.ReasonCompileFailed, Message: msg})
+		if stalled := meta.FindStatusCondition(ric.Status.Conditions, configv1alpha1.ConditionStalled); stalled == nil || stalled.Message != msg {
+			c.Recorder.Eventf(ric, nil, corev1.EventTypeWarning, configv1alpha1.ReasonCompileFailed, "Compile", "%s", msg)
+		}
+		return ctrl.Result{}, c.patchStatus(ctx, ric, status)
+	}
+	stalled := metav1.Condition{Type: configv1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonCompiled, Message: "every script compiled"}
+	ready := metav1.Condition{Type: configv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonCompiled,
+		Message: fmt.Sprintf("in force for %s %s", ric.Spec.Target.APIVersion, ric.Spec.Target.Kind)}
+	if winner := c.Registry.Put(compiled); winner != "" {
+		ready.Status, ready.Reason = metav1.ConditionFalse, configv1alpha1.ReasonConflict
+		ready.Message = fmt.Sprintf("customization %s also targets %s %s and wins (names sort first); delete one of them", winner, ric.Spec.Target.APIVersion, ric.Spec.Target.Kind)
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, configv1alpha1.ReasonConflict, ready.Message
+	} else {
+		status.ActiveGeneration = ric.Generation
+	}
+	setConditions(status, ric.Generation, ready, stalled)
+	return ctrl.Result{}, c.patchStatus(ctx, ric, status)
+}
+
+// Describe words a compile error for a condition: operation, field and Lua line first.
+func Describe(err error) string {
+	var ce *interpret.CompileError
+	if errors.As(err, &ce) {
+		if line := ce.Line(); line > 0 {
+			return fmt.Sprintf("%s script (spec.customizations.%s.luaScript) does not compile at Lua line %d: %v", ce.Operation, ce.Field, line, ce.Err)
+		}
+		return fmt.Sprintf("%s script (spec.customizations.%s.luaScript) does not compile: %v", ce.Operation, ce.Field, ce.Err)
+	}
+	return err.Error()
+}
+
+func setConditions(status *configv1alpha1.ResourceInterpreterCustomizationStatus, gen int64, conds ...metav1.Condition) {
+	for _, c := range conds {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+}
+
+func (c *Controller) patchStatus(ctx context.Context, ric *configv1alpha1.ResourceInterpreterCustomization, status *configv1alpha1.ResourceInterpreterCustomizationStatus) error {
+	patch := client.MergeFrom(ric.DeepCopy())
+	ric.Status = *status
+	return c.Client.Status().Patch(ctx, ric, patch)
+}
