@@ -56,8 +56,8 @@ type Detector struct {
 	Client client.Client
 	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
 	Interpreters *interpret.Registry
-	mgr    ctrl.Manager
-	ctrl   controller.TypedController[TemplateKey]
+	mgr          ctrl.Manager
+	ctrl         controller.TypedController[TemplateKey]
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool

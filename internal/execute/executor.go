@@ -72,7 +72,7 @@ type Executor struct {
 	Members *clustercache.Cache
 	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
 	Interpreters *interpret.Registry
-	changes chan event.GenericEvent
+	changes      chan event.GenericEvent
 	// namespaces remembers member namespaces known to exist, per cluster, to save a call per apply.
 	namespaces sync.Map
 	// applied remembers the generation and manifests hash last applied per Work, so an apply
