@@ -41,7 +41,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/flotilla-dev/flotilla/internal/detector"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
@@ -89,11 +92,32 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 	inExecutionNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return strings.HasPrefix(o.GetNamespace(), ExecutionNamespacePrefix)
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("executor").
+	b := ctrl.NewControllerManagedBy(mgr).Named("executor")
+	if e.Interpreters != nil {
+		// A kind's customization changing re-judges health and status of its Works.
+		b = b.WatchesRawSource(source.TypedChannel(e.Interpreters.Subscribe(), handler.TypedEnqueueRequestsFromMapFunc(e.worksOfKind)))
+	}
+	return b.
 		For(&workv1alpha1.Work{}, builder.WithPredicates(inExecutionNamespace, predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(e.changes, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(e)
+}
+
+// worksOfKind lists the Works of every binding of the kind.
+func (e *Executor) worksOfKind(ctx context.Context, kind *unstructured.Unstructured) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, b := range detector.BindingsOfKind(ctx, e.Client, kind.GroupVersionKind()) {
+		works := &workv1alpha1.WorkList{}
+		if err := e.Client.List(ctx, works, client.MatchingLabels{
+			workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName()}); err != nil {
+			continue
+		}
+		for i := range works.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&works.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // onMemberChange maps a member object back to its Work.
