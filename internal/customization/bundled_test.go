@@ -49,8 +49,11 @@ func TestBundledGolden(t *testing.T) {
 				name := strings.TrimSuffix(filepath.Base(file), ".yaml")
 				t.Run(name, func(t *testing.T) {
 					c := readCase(t, file)
-					covered[c.Operation] = true
+					if op, ok := interpret.OperationByName(c.Operation); ok {
+						covered[op.Name] = true
+					}
 					input := interpret.Input{Replicas: c.Replicas, Desired: object(c.Desired), Observed: object(c.Observed)}
+					var err error
 					if input.StatusItems, err = interpret.ParseStatusItems(c.StatusItems); err != nil {
 						t.Fatal(err)
 					}
@@ -62,7 +65,7 @@ func TestBundledGolden(t *testing.T) {
 				})
 			}
 			for _, op := range interpret.Operations {
-				if compiled.Has(op.Name) && !covered[op.Name] {
+				if compiled.Has(op.Name) && !covered[op.Name] && !testing.Short() && flag.Lookup("test.run").Value.String() == "" {
 					t.Errorf("no golden case in testdata/%s for operation %s", ric.Name, op.Name)
 				}
 			}

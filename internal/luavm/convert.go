@@ -118,6 +118,11 @@ func toLua(L *lua.LState, v any, depth int, b *budget) (lua.LValue, error) {
 			return nil, err
 		}
 		t := L.CreateTable(len(x), 0)
+		if len(x) == 0 {
+			// An empty Lua table cannot tell a list from a map; the marker keeps `[]` a list
+			// on the way back, so `tolerations: []` does not come back as `{}`.
+			L.SetMetatable(t, emptyListMeta(L))
+		}
 		for i, elem := range x {
 			if elem == nil {
 				return nil, &valueError{path: []string{indexSegment(i)}, msg: "nil list element cannot be represented in a Lua array; remove it or use a map"}
@@ -237,6 +242,8 @@ func tableToGo(t *lua.LTable, depth int, b *budget) (any, error) {
 			out[i-1] = elem
 		}
 		return out, nil
+	case count == 0 && isMarkedList(t):
+		return []any{}, nil
 	default:
 		// Empty tables land here too: with no keys a map is the safer guess
 		// for object fields.
@@ -274,4 +281,24 @@ func ToGo(v lua.LValue) (any, error) {
 // ToLua converts plain Go values to a Lua value owned by L for trusted Go helpers.
 func ToLua(L *lua.LState, v any) (lua.LValue, error) {
 	return toLua(L, v, 0, newBudget(DefaultLimits().MaxValueBytes))
+}
+
+// listMarker is the protected-metatable value that marks a table converted from an empty
+// list; getmetatable returns it and setmetatable cannot replace it.
+const listMarker = "list"
+
+// emptyListMeta returns the state's marker metatable, created once per state.
+func emptyListMeta(L *lua.LState) *lua.LTable {
+	if mt, ok := L.G.Registry.RawGetString("flotilla.emptyList").(*lua.LTable); ok {
+		return mt
+	}
+	mt := L.NewTable()
+	mt.RawSetString("__metatable", lua.LString(listMarker))
+	L.G.Registry.RawSetString("flotilla.emptyList", mt)
+	return mt
+}
+
+func isMarkedList(t *lua.LTable) bool {
+	mt, ok := t.Metatable.(*lua.LTable)
+	return ok && mt.RawGetString("__metatable") == lua.LString(listMarker)
 }

@@ -323,3 +323,24 @@ func BenchmarkCallGetReplicas(b *testing.B) {
 		}
 	}
 }
+
+// An empty list stays a list through a script, also when the script leaves it alone inside
+// an object it returns.
+func TestEmptyListRoundTrip(t *testing.T) {
+	pool := NewPool(PoolOptions{})
+	s, err := Compile("l.lua", "function F(obj) return obj end\nfunction G() return {} end")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pool.Call(context.Background(), s, "F", 1, map[string]any{"tolerations": []any{}, "labels": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"tolerations": []any{}, "labels": map[string]any{}}
+	if diff := cmp.Diff(want, got[0]); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if got, _ := pool.Call(context.Background(), s, "G", 1); !cmp.Equal(got[0], map[string]any{}) {
+		t.Errorf("a new empty table is a map, got %#v", got[0])
+	}
+}
