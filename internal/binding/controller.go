@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,10 +140,18 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		// Overrides select clusters by label.
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.allBindings), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// and a cluster's readiness shows as lost placements.
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.allBindings), builder.WithPredicates(predicate.Or[client.Object](
+			predicate.LabelChangedPredicate{}, readinessChanged))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(c)
 }
+
+var readinessChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
+	n, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
+	return ok1 && ok2 && meta.IsStatusConditionTrue(o.Status.Conditions, clusterv1alpha1.ConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, clusterv1alpha1.ConditionReady)
+}}
 
 func (c *Controller) allBindings(ctx context.Context, o client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
@@ -270,10 +279,20 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		w := &works[i]
 		cluster := w.Labels[workv1alpha1.ClusterLabel]
 		if _, ok := targets[cluster]; !ok {
-			if w.DeletionTimestamp.IsZero() {
-				if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			if task, evicting := bs.EvictionFor(cluster); evicting && task.PurgeMode != workv1alpha1.PurgeImmediately {
+				continue // the old placement stays until its replacement is available
+			}
+			if !w.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if slices.Contains(bs.UnmanagedClusters, cluster) {
+				if err := c.handBack(ctx, w); err != nil {
 					return ctrl.Result{}, err
 				}
+				continue
+			}
+			if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
 			}
 			continue
 		}
@@ -296,6 +315,30 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if match.Cluster(r.TargetCluster, cl) {
 				overriders = append(overriders, r.Overriders)
 			}
+		}
+		if bs.Suspended(t.Name) {
+			// Nothing new reaches the member; the executor stops writing and keeps reporting.
+			if w := existing[t.Name]; w != nil && !w.Spec.Suspend {
+				patch := client.MergeFrom(w.DeepCopy())
+				w.Spec.Suspend = true
+				if err := c.Client.Patch(ctx, w, patch); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			continue
+		}
+		if notYet, err := c.notReachedYet(ctx, b, t.Name); err != nil {
+			return ctrl.Result{}, err
+		} else if notYet {
+			// A staged first release has not reached this cluster: a live object there stays
+			// unmanaged, and one handed back by a rollback is released, never deleted.
+			if w := existing[t.Name]; w != nil && w.DeletionTimestamp.IsZero() {
+				if err := c.handBack(ctx, w); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			delete(existing, t.Name)
+			continue
 		}
 		source, rev, err := c.sourceFor(ctx, b, tmpl, t.Name, revisions)
 		if err != nil {
@@ -337,7 +380,42 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	sort.Strings(interpretErrors)
-	return ctrl.Result{}, c.aggregate(ctx, b, tmpl, in, existing, renderErrors, interpretErrors)
+	if err := c.aggregate(ctx, b, tmpl, in, existing, renderErrors, interpretErrors); err != nil {
+		return ctrl.Result{}, err
+	}
+	after, err := c.failover(ctx, b)
+	return ctrl.Result{RequeueAfter: after}, err
+}
+
+// handBack deletes a Work so that the executor strips Flotilla's marks from its member
+// objects instead of deleting them.
+func (c *Controller) handBack(ctx context.Context, w *workv1alpha1.Work) error {
+	if w.Spec.DeletionPolicy != workv1alpha1.DeletionRelease {
+		patch := client.MergeFrom(w.DeepCopy())
+		w.Spec.DeletionPolicy = workv1alpha1.DeletionRelease
+		if err := c.Client.Patch(ctx, w, patch); err != nil {
+			return err
+		}
+	}
+	if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// notReachedYet reports a cluster that a staged first release has not reached: revisions
+// are tracked and the cluster has none, or the policy stages the first revision and it is not
+// recorded yet.
+func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, cluster string) (bool, error) {
+	revs := b.BindingSpec().Revisions
+	if revs != nil {
+		return revs.RevisionFor(cluster) == 0, nil
+	}
+	policy, err := release.PolicySpec(ctx, c.Client, b.BindingSpec().PolicyRef)
+	if err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return policy.Rollout != nil && policy.Rollout.StageFirstRevision, nil
 }
 
 // forgetWrites drops the write expectations of a binding's Works.
@@ -561,7 +639,7 @@ func (c *Controller) dependencies(ctx context.Context, tmpl *unstructured.Unstru
 }
 
 func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
-	if a.DeletionPolicy != b.DeletionPolicy || a.ConflictResolution != b.ConflictResolution || len(a.Manifests) != len(b.Manifests) {
+	if a.DeletionPolicy != b.DeletionPolicy || a.ConflictResolution != b.ConflictResolution || a.Suspend != b.Suspend || len(a.Manifests) != len(b.Manifests) {
 		return false
 	}
 	for i := range a.Manifests {
@@ -633,6 +711,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		if !cs.Applied {
 			allApplied = false
 		}
+		c.clusterState(ctx, b, &cs)
 		if healthRank[cs.Health] > healthRank[overall] {
 			overall = cs.Health
 		}

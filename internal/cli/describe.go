@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,28 +34,37 @@ func newDescribeCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			bindingName := detector.BindingName(kind, name)
-			ns := namespace
-			if ns == "" {
-				ns = "default"
-			}
-			var b workv1alpha1.Binding = &workv1alpha1.ResourceBinding{}
-			err = c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: bindingName}, b)
-			if apierrors.IsNotFound(err) && namespace == "" {
-				// Without -n, a cluster-scoped template (a Namespace, a ClusterRole) is found too.
-				b = &workv1alpha1.ClusterResourceBinding{}
-				if cerr := c.Get(cmd.Context(), client.ObjectKey{Name: bindingName}, b); cerr == nil {
-					err = nil
-				}
-			}
+			b, err := findBinding(cmd.Context(), c, kind, name, namespace)
 			if err != nil {
-				return fmt.Errorf("no binding for %s in namespace %s (is a propagation policy selecting it?): %w", args[0], ns, err)
+				return err
 			}
 			return describeBinding(cmd.Context(), c, g.streams.Out, b)
 		},
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
 	return cmd
+}
+
+// findBinding finds the binding of template KIND/NAME; without a namespace, a cluster-scoped
+// template (a Namespace, a ClusterRole) is found too.
+func findBinding(ctx context.Context, c client.Client, kind, name, namespace string) (workv1alpha1.Binding, error) {
+	bindingName := detector.BindingName(kind, name)
+	ns := namespace
+	if ns == "" {
+		ns = "default"
+	}
+	var b workv1alpha1.Binding = &workv1alpha1.ResourceBinding{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: bindingName}, b)
+	if apierrors.IsNotFound(err) && namespace == "" {
+		b = &workv1alpha1.ClusterResourceBinding{}
+		if cerr := c.Get(ctx, client.ObjectKey{Name: bindingName}, b); cerr == nil {
+			err = nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no binding for %s/%s in namespace %s (is a propagation policy selecting it?): %w", kind, name, ns, err)
+	}
+	return b, nil
 }
 
 func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding workv1alpha1.Binding) error {
@@ -91,15 +101,37 @@ func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding 
 		status[s.Cluster] = s
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tLAST ERROR")
+	fmt.Fprintln(tw, "  CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tSYNC\tLAST ERROR")
 	for _, t := range b.Spec.Clusters {
 		s := status[t.Name]
-		fmt.Fprintf(tw, "  %s\t%d\t%v\t%s\t%s\n", t.Name, t.Replicas, s.Applied, orDash(string(s.Health)), orDash(s.Message))
+		sync := "managed"
+		switch {
+		case b.Spec.Suspended(t.Name):
+			sync = "suspended"
+		case s.Lost:
+			sync = "lost"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%v\t%s\t%s\t%s\n", t.Name, t.Replicas, s.Applied, orDash(string(s.Health)), sync, orDash(s.Message))
 	}
-	if len(b.Spec.Clusters) == 0 {
-		fmt.Fprintln(tw, "  (none)\t\t\t\t")
+	for _, t := range b.Spec.GracefulEvictionTasks {
+		fmt.Fprintf(tw, "  %s\t%d\t-\t-\tevicting (%s, purge %s)\t%s\n", t.Cluster, t.Replicas, t.Reason, t.PurgeMode, t.Message)
 	}
-	return tw.Flush()
+	for _, name := range b.Spec.UnmanagedClusters {
+		fmt.Fprintf(tw, "  %s\t-\t-\t-\tunmanaged\thanded back: Flotilla no longer writes here\n", name)
+	}
+	if len(b.Spec.Clusters)+len(b.Spec.GracefulEvictionTasks)+len(b.Spec.UnmanagedClusters) == 0 {
+		fmt.Fprintln(tw, "  (none)\t\t\t\t\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s := b.Spec.Suspend; s != nil && s.Dispatching {
+		fmt.Fprintln(out, "\nSuspended:  every cluster (flotilla unsuspend to resume)")
+	}
+	for _, f := range b.Spec.FailedClusters {
+		fmt.Fprintf(out, "Failed over from %s at %s: %s\n", f.Cluster, f.Time.UTC().Format(time.RFC3339), f.Message)
+	}
+	return nil
 }
 
 func orDash(s string) string {

@@ -77,6 +77,9 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
 		withKubeFlags(g, newJoinCommand(g)), withKubeFlags(g, newUnjoinCommand(g)), withKubeFlags(g, newGetCommand(g)), withKubeFlags(g, newDescribeCommand(g)),
 		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
+	)
+	root.AddCommand(newSyncCommands(g)...)
+	root.AddCommand(
 		newBenchCommand(g), newDemoCommand(g), newVersionCommand(g),
 	)
 	return root

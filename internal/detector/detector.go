@@ -248,6 +248,10 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	}
 	spec.Clusters = binding.BindingSpec().Clusters   // the scheduler's
 	spec.Revisions = binding.BindingSpec().Revisions // the release controller's
+	// Failover's, and the user's switches (set with the CLI).
+	old := binding.BindingSpec()
+	spec.GracefulEvictionTasks, spec.FailedClusters = old.GracefulEvictionTasks, old.FailedClusters
+	spec.Suspend, spec.UnmanagedClusters = old.Suspend, old.UnmanagedClusters
 	if apiequality.Semantic.DeepEqual(spec, *binding.BindingSpec()) {
 		return reconcile.Result{}, nil
 	}

@@ -155,7 +155,15 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if !controllerutil.ContainsFinalizer(w, Finalizer) {
 			return ctrl.Result{}, nil
 		}
-		if w.Spec.DeletionPolicy != "Orphan" {
+		switch {
+		case w.Spec.DeletionPolicy == workv1alpha1.DeletionRelease:
+			if !reachable {
+				return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+			}
+			if err := e.releaseObjects(ctx, cluster, w); err != nil {
+				return ctrl.Result{}, err
+			}
+		case w.Spec.DeletionPolicy != "Orphan":
 			if !connected {
 				// The cluster was unjoined: nobody can reach its objects any more.
 				log.Info("Cluster gone; leaving its objects", "cluster", cluster)
@@ -281,8 +289,8 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		var ri = res.Namespace(obj.GetNamespace())
 		namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 		var live *unstructured.Unstructured
-		needApply := !unchanged
-		if unchanged && e.Members.WaitObjectsSynced(cluster, mapping.Resource, 2*time.Second) {
+		needApply := !unchanged && !w.Spec.Suspend
+		if unchanged && !w.Spec.Suspend && e.Members.WaitObjectsSynced(cluster, mapping.Resource, 2*time.Second) {
 			// Someone deleted the member object: put it back.
 			_, present := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName())
 			needApply = !present
@@ -354,6 +362,11 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	previous := status.Objects
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID {
 		previous = last.(appliedWork).objects
+	}
+	if w.Spec.Suspend {
+		// Nothing written: report what the member has and leave the applied record as it was.
+		status.Objects = objects
+		return nil
 	}
 	if err := e.prune(ctx, cluster, w, previous, objects); err != nil {
 		return err
@@ -460,6 +473,67 @@ func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1a
 		}
 	}
 	return nil
+}
+
+// releaseObjects hands a Work's member objects back to unmanaged: Flotilla's label,
+// annotations and field-manager entries are removed; the objects, their specs and their
+// pods are not touched.
+func (e *Executor) releaseObjects(ctx context.Context, cluster string, w *workv1alpha1.Work) error {
+	member, err := e.Members.Get(cluster)
+	if err != nil {
+		return err
+	}
+	for _, m := range w.Spec.Manifests {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.Raw); err != nil {
+			continue
+		}
+		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
+		if err != nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		ri := member.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		live, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+		if err == nil {
+			err = release(cctx, ri, live)
+		}
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing %s %s/%s in cluster %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cluster, err)
+		}
+	}
+	return nil
+}
+
+// release strips Flotilla's marks from one live object with a JSON patch guarded by its
+// resourceVersion: managedFields without Flotilla's entries (ownership leaves, values stay).
+func release(ctx context.Context, ri dynamic.ResourceInterface, live *unstructured.Unstructured) error {
+	var kept []metav1.ManagedFieldsEntry
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager != kube.FieldManager {
+			kept = append(kept, mf)
+		}
+	}
+	if len(kept) == 0 {
+		kept = []metav1.ManagedFieldsEntry{{}} // the API's way to clear managedFields entirely
+	}
+	labels, annotations := live.GetLabels(), live.GetAnnotations()
+	delete(labels, workv1alpha1.ManagedByLabel)
+	delete(annotations, workv1alpha1.WorkNamespaceAnnotation)
+	delete(annotations, workv1alpha1.WorkNameAnnotation)
+	patch := []map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
+		{"op": "replace", "path": "/metadata/managedFields", "value": kept},
+		{"op": "replace", "path": "/metadata/labels", "value": labels},
+		{"op": "replace", "path": "/metadata/annotations", "value": annotations},
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, live.GetName(), types.JSONPatchType, data, metav1.PatchOptions{FieldManager: "flotilla-release"})
+	return err
 }
 
 // deleteManaged removes one member object if it is Flotilla's; one Flotilla never wrote, or a

@@ -232,6 +232,16 @@ func replicasHealth(obj *unstructured.Unstructured, updatedField, availableField
 	if toInt64(st["observedGeneration"]) < obj.GetGeneration() {
 		return workv1alpha1.HealthProgressing
 	}
+	// Pods that cannot be created (quota, admission) or a rollout past its progress deadline
+	// will not heal by waiting: Degraded, which application failover acts on.
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if (m["type"] == "ReplicaFailure" && m["status"] == "True") ||
+			(m["type"] == "Progressing" && m["status"] == "False" && m["reason"] == "ProgressDeadlineExceeded") {
+			return workv1alpha1.HealthDegraded
+		}
+	}
 	if updatedField != "" && toInt64(st[updatedField]) < want {
 		return workv1alpha1.HealthProgressing
 	}

@@ -123,3 +123,16 @@ func TestDependencies(t *testing.T) {
 		t.Errorf("a ConfigMap has no dependencies: %v", got)
 	}
 }
+
+func TestDeploymentDegraded(t *testing.T) {
+	in := builtinKind(deploymentGK)
+	for name, cond := range map[string]map[string]any{
+		"replica failure":   {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate"},
+		"deadline exceeded": {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"},
+	} {
+		obj := deploy(2, 3, map[string]any{"observedGeneration": int64(2), "conditions": []any{cond}})
+		if got := in.Health(obj); got != workv1alpha1.HealthDegraded {
+			t.Errorf("%s: health %s, want Degraded", name, got)
+		}
+	}
+}

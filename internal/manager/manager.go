@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/flotilla-dev/flotilla/internal/customization"
+	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"time"
@@ -44,6 +45,9 @@ type Options struct {
 	KubeAPIBurst int
 	// PprofAddress serves net/http/pprof when set.
 	PprofAddress string
+	// FailoverGracePeriod is how long a cluster may stay not Ready before it is tainted
+	// unreachable and its Divided replicas move.
+	FailoverGracePeriod time.Duration
 }
 
 // DefaultOptions are the production defaults.
@@ -56,6 +60,8 @@ func DefaultOptions() Options {
 		Probe:              clustercache.DefaultOptions(),
 		KubeAPIQPS:         500,
 		KubeAPIBurst:       1000,
+		// Several probe periods past not Ready: a member restart does not move workloads.
+		FailoverGracePeriod: time.Minute,
 	}
 }
 
@@ -125,6 +131,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: mgr.GetEventRecorder("flotilla-analysis")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the analysis controller: %w", err)
+	}
+	if err := (&failover.TaintController{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-failover"),
+		GracePeriod: o.FailoverGracePeriod}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the failover controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

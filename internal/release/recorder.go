@@ -146,7 +146,14 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if err := r.record(ctx, b, tmpl, 1, hash); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1})
+		if !policy.Rollout.StageFirstRevision {
+			return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1})
+		}
+		// Staged: no cluster has a stable revision; the first release brings it in wave by wave.
+		if err := r.startRelease(ctx, b, policy, 1, 0); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 0})
 	}
 	latest := &appsv1.ControllerRevision{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, bs.Revisions.Latest)}, latest); err != nil {
@@ -159,25 +166,8 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := r.record(ctx, b, tmpl, next, hash); err != nil {
 		return ctrl.Result{}, err
 	}
-	rel := &rolloutv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: map[string]string{BindingLabel: bindingHash(b)}},
-		Spec: rolloutv1alpha1.ReleaseSpec{
-			Binding:        rolloutv1alpha1.BindingReference{Kind: bindingKind(b), Name: b.GetName()},
-			Resource:       rolloutv1alpha1.ResourceReference{APIVersion: bs.Resource.APIVersion, Kind: bs.Resource.Kind, Namespace: bs.Resource.Namespace, Name: bs.Resource.Name},
-			Revision:       next,
-			StableRevision: bs.Revisions.Stable,
-			Strategy:       *policy.Rollout.DeepCopy(),
-		},
-	}
-	if b.GetNamespace() != "" {
-		gvk := b.GetObjectKind().GroupVersionKind()
-		rel.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.GetName(), UID: b.GetUID()}}
-	}
-	if err := r.Client.Create(ctx, rel); err != nil && !apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, fmt.Errorf("creating release %s: %w", rel.Name, err)
-	}
-	if r.Recorder != nil {
-		r.Recorder.Eventf(b, rel, corev1.EventTypeNormal, "ReleaseStarted", "Release", "revision %d recorded; release %s moves it from revision %d wave by wave", next, rel.Name, bs.Revisions.Stable)
+	if err := r.startRelease(ctx, b, policy, next, bs.Revisions.Stable); err != nil {
+		return ctrl.Result{}, err
 	}
 	revs := bs.Revisions.DeepCopy()
 	revs.Latest = next
@@ -193,6 +183,32 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		keep[p.Revision] = true
 	}
 	return ctrl.Result{}, pruneRevisions(ctx, r.Client, b, limit, keep)
+}
+
+// startRelease creates the Release that moves revision next in from stable.
+func (r *Recorder) startRelease(ctx context.Context, b workv1alpha1.Binding, policy *policyv1alpha1.PropagationSpec, next, stable int64) error {
+	bs := b.BindingSpec()
+	rel := &rolloutv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: map[string]string{BindingLabel: bindingHash(b)}},
+		Spec: rolloutv1alpha1.ReleaseSpec{
+			Binding:        rolloutv1alpha1.BindingReference{Kind: bindingKind(b), Name: b.GetName()},
+			Resource:       rolloutv1alpha1.ResourceReference{APIVersion: bs.Resource.APIVersion, Kind: bs.Resource.Kind, Namespace: bs.Resource.Namespace, Name: bs.Resource.Name},
+			Revision:       next,
+			StableRevision: stable,
+			Strategy:       *policy.Rollout.DeepCopy(),
+		},
+	}
+	if b.GetNamespace() != "" {
+		gvk := b.GetObjectKind().GroupVersionKind()
+		rel.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.GetName(), UID: b.GetUID()}}
+	}
+	if err := r.Client.Create(ctx, rel); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating release %s: %w", rel.Name, err)
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(b, rel, corev1.EventTypeNormal, "ReleaseStarted", "Release", "revision %d recorded; release %s moves it from revision %d wave by wave", next, rel.Name, stable)
+	}
+	return nil
 }
 
 // record writes revision rev, or accepts the one there if it holds this workload; one that

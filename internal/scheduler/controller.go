@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/internal/failover"
+	"slices"
 	"sort"
 	"strings"
 
@@ -196,9 +198,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Unschedulable", err.Error()
 	} else {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Scheduled", reason
-		if !apiequality.Semantic.DeepEqual(result, bs.Clusters) && !(len(result) == 0 && len(bs.Clusters) == 0) {
-			patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
+		tasks := evictions(bs, result, clusters.Items, spec, c.divided(gvkOf(bs), spec), metav1.Now())
+		if (!apiequality.Semantic.DeepEqual(result, bs.Clusters) && !(len(result) == 0 && len(bs.Clusters) == 0)) ||
+			!apiequality.Semantic.DeepEqual(tasks, bs.GracefulEvictionTasks) && !(len(tasks) == 0 && len(bs.GracefulEvictionTasks) == 0) {
+			patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 			bs.Clusters = result
+			bs.GracefulEvictionTasks = tasks
 			if err := c.Client.Patch(ctx, b, patch); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -300,13 +305,37 @@ func (c *Controller) policySpec(ctx context.Context, ref workv1alpha1.PolicyRefe
 func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds []schema.GroupVersionKind, spec *policyv1alpha1.PropagationSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, string, error) {
 	bs := b.BindingSpec()
 	gvk := gvkOf(bs)
+	divided := c.divided(gvk, spec)
+	assigned := map[string]bool{}
+	for _, t := range bs.Clusters {
+		assigned[t.Name] = true
+	}
 	var usable []clusterv1alpha1.Cluster
-	var notReady, tainted, notServing int
+	var notReady, tainted, notServing, failed, unmanaged int
 	for _, cl := range clusters {
 		switch {
-		case !cl.DeletionTimestamp.IsZero() || !isReady(&cl):
+		case !cl.DeletionTimestamp.IsZero():
 			notReady++
-		case !tolerates(spec.Placement.ClusterTolerations, cl.Spec.Taints):
+		case bs.Excluded(cl.Name):
+			failed++
+		case slices.Contains(bs.UnmanagedClusters, cl.Name):
+			unmanaged++
+		case failover.Unreachable(&cl) && !toleratesUnreachable(spec.Placement.ClusterTolerations):
+			// Divided replicas move; a Duplicated workload stays, reported lost.
+			if assigned[cl.Name] && !divided {
+				usable = append(usable, cl)
+			} else {
+				tainted++
+			}
+		case !isReady(&cl):
+			// A placement stays on a cluster that is only briefly not Ready; failover moves it
+			// once the grace period taints the cluster.
+			if assigned[cl.Name] {
+				usable = append(usable, cl)
+			} else {
+				notReady++
+			}
+		case !tolerates(spec.Placement.ClusterTolerations, withoutUnreachable(cl.Spec.Taints)):
 			tainted++
 		case !servesAll(&cl, kinds):
 			notServing++
@@ -315,6 +344,12 @@ func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds
 		}
 	}
 	why := fmt.Sprintf("%d clusters: %d not Ready, %d tainted, %d not serving %s", len(clusters), notReady, tainted, notServing, gvk.Kind)
+	if failed > 0 {
+		why += fmt.Sprintf(", %d failed over from", failed)
+	}
+	if unmanaged > 0 {
+		why += fmt.Sprintf(", %d handed back to unmanaged", unmanaged)
+	}
 
 	terms := []policyv1alpha1.ClusterAffinityTerm{{AffinityName: "", ClusterAffinity: policyv1alpha1.ClusterAffinity{}}}
 	if a := spec.Placement.ClusterAffinity; a != nil {
@@ -394,6 +429,75 @@ func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds
 		reason += " (affinity " + used + ")"
 	}
 	return out, reason, nil
+}
+
+// divided reports whether the binding's replicas are divided over clusters (not duplicated).
+func (c *Controller) divided(gvk schema.GroupVersionKind, spec *policyv1alpha1.PropagationSpec) bool {
+	_, hasReplicas, _ := c.interpretReplicas(gvk)
+	rs := spec.Placement.ReplicaScheduling
+	return hasReplicas && rs != nil && rs.Type == policyv1alpha1.ReplicaSchedulingDivided
+}
+
+func toleratesUnreachable(tols []policyv1alpha1.Toleration) bool {
+	return tolerates(tols, []clusterv1alpha1.Taint{{Key: failover.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}})
+}
+
+func withoutUnreachable(taints []clusterv1alpha1.Taint) []clusterv1alpha1.Taint {
+	out := make([]clusterv1alpha1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if t.Key != failover.UnreachableTaintKey {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// evictions returns the eviction tasks after a new result: clusters whose Divided replicas
+// moved off because the cluster is unreachable get a task (unless the purge mode is
+// Immediately); tasks of clusters placed again end; other tasks stay.
+func evictions(bs *workv1alpha1.ResourceBindingSpec, result []workv1alpha1.TargetCluster, clusters []clusterv1alpha1.Cluster,
+	spec *policyv1alpha1.PropagationSpec, divided bool, now metav1.Time) []workv1alpha1.GracefulEvictionTask {
+	placed := map[string]bool{}
+	for _, t := range result {
+		placed[t.Name] = true
+	}
+	var tasks []workv1alpha1.GracefulEvictionTask
+	for _, t := range bs.GracefulEvictionTasks {
+		if !placed[t.Cluster] {
+			tasks = append(tasks, t)
+		}
+	}
+	if !divided {
+		return tasks
+	}
+	mode, grace := workv1alpha1.PurgeGraceful, int32(600)
+	if f := spec.Failover; f != nil && f.Cluster != nil {
+		if f.Cluster.PurgeMode != "" {
+			mode = string(f.Cluster.PurgeMode)
+		}
+		if f.Cluster.GracePeriodSeconds > 0 {
+			grace = f.Cluster.GracePeriodSeconds
+		}
+	}
+	unreachable := map[string]bool{}
+	for i := range clusters {
+		if failover.Unreachable(&clusters[i]) {
+			unreachable[clusters[i].Name] = true
+		}
+	}
+	for _, t := range bs.Clusters {
+		if placed[t.Name] || !unreachable[t.Name] || mode == workv1alpha1.PurgeImmediately {
+			continue
+		}
+		if _, ok := bs.EvictionFor(t.Name); ok {
+			continue
+		}
+		tasks = append(tasks, workv1alpha1.GracefulEvictionTask{Cluster: t.Name, Replicas: t.Replicas, Reason: workv1alpha1.EvictionReasonClusterFailover,
+			Message:   fmt.Sprintf("cluster %s is unreachable; its %d replicas moved to the other clusters", t.Name, t.Replicas),
+			PurgeMode: mode, GracePeriodSeconds: grace, CreationTimestamp: now})
+	}
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].Cluster < tasks[j].Cluster })
+	return tasks
 }
 
 // interpretReplicas tells whether the kind has replicas; a customization that scripts

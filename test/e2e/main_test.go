@@ -35,6 +35,8 @@ const (
 	probePeriod      = time.Second
 	probeTimeout     = time.Second
 	failureThreshold = 2
+	// failoverGrace: how long a member stays not Ready before its Divided replicas move.
+	failoverGrace = 5 * time.Second
 )
 
 var (
@@ -118,7 +120,7 @@ func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet) (*loc
 		StateDir: stateDir, BinDir: binDir, Fleet: f, CRDs: crd.YAML(), Out: os.Stdout,
 		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: []string{
 			"--probe-period=" + probePeriod.String(), "--probe-timeout=" + probeTimeout.String(),
-			fmt.Sprintf("--failure-threshold=%d", failureThreshold), "--zap-log-level=info",
+			fmt.Sprintf("--failure-threshold=%d", failureThreshold), "--failover-grace-period=" + failoverGrace.String(), "--zap-log-level=info",
 		}},
 	})
 	if err != nil {

@@ -358,6 +358,73 @@ type PropagationSpec struct {
 	// it, a change reaches every cluster at once.
 	// +optional
 	Rollout *RolloutStrategy `json:"rollout,omitempty"`
+
+	// failover says how placements move off failed clusters and failed applications. A
+	// cluster that stays not Ready past the controller's grace period is tainted
+	// cluster.flotilla.dev/unreachable:NoExecute; policies that tolerate the taint never fail
+	// over.
+	// +optional
+	Failover *FailoverBehavior `json:"failover,omitempty"`
+}
+
+// PurgeMode says when the old placement goes after a failover.
+// +kubebuilder:validation:Enum=Graceful;Immediately;Never
+type PurgeMode string
+
+// Purge modes.
+const (
+	// PurgeGraceful keeps the old placement until the replacements are available or
+	// gracePeriodSeconds pass.
+	PurgeGraceful PurgeMode = "Graceful"
+	// PurgeImmediately removes the old placement at once.
+	PurgeImmediately PurgeMode = "Immediately"
+	// PurgeNever keeps the old placement until the template changes.
+	PurgeNever PurgeMode = "Never"
+)
+
+// FailoverBehavior configures cluster and application failover.
+type FailoverBehavior struct {
+	// cluster: how Divided replicas leave a tainted cluster. Duplicated workloads stay on it
+	// and are reported lost until it returns.
+	// +optional
+	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
+	// application: move a workload off a cluster where it stays Degraded.
+	// +optional
+	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
+}
+
+// ClusterFailoverBehavior configures cluster failover.
+type ClusterFailoverBehavior struct {
+	// purgeMode of the old placement; default Graceful.
+	// +optional
+	// +kubebuilder:default=Graceful
+	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
+	// gracePeriodSeconds bounds a Graceful eviction; default 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// ApplicationFailoverBehavior configures application failover.
+type ApplicationFailoverBehavior struct {
+	// tolerationSeconds the workload may stay Degraded in a cluster before it moves; default 300.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	TolerationSeconds int32 `json:"tolerationSeconds,omitempty"`
+	// purgeMode of the old placement; default Graceful.
+	// +optional
+	// +kubebuilder:default=Graceful
+	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
+	// gracePeriodSeconds bounds a Graceful eviction; default 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
 }
 
 // PropagationPolicyStatus is what Flotilla observes of a policy.

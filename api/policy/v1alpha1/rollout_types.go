@@ -17,6 +17,14 @@ type RolloutStrategy struct {
 	// +kubebuilder:validation:MaxItems=16
 	Waves []Wave `json:"waves"`
 
+	// stageFirstRevision sends the first revision wave by wave too, instead of to every
+	// cluster at once: a cluster its wave has not reached gets nothing from Flotilla. With
+	// conflictResolution Overwrite this adopts a workload already running unmanaged in the
+	// members cluster by cluster (no pod restarts); rolling the first release back hands the
+	// adopted objects back to unmanaged instead of deleting them.
+	// +optional
+	StageFirstRevision bool `json:"stageFirstRevision,omitempty"`
+
 	// autoRollback returns the clusters a release updated to the stable revision when a wave's
 	// health or analysis fails. Default true.
 	// +optional

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -154,6 +156,133 @@ type ResourceBindingSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=1000
 	Clusters []TargetCluster `json:"clusters,omitempty"`
+
+	// gracefulEvictionTasks keep a cluster's old placement after the scheduler moved its
+	// replicas away (cluster or application failover), until the replacements are available
+	// or the task times out; written by the scheduler and the failover logic of the binding
+	// controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=1000
+	GracefulEvictionTasks []GracefulEvictionTask `json:"gracefulEvictionTasks,omitempty"`
+
+	// failedClusters are clusters where the workload failed over (application failover): the
+	// scheduler does not place it there again until the template changes.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=1000
+	FailedClusters []FailedCluster `json:"failedClusters,omitempty"`
+
+	// suspend stops Flotilla's writes to members without deleting anything: every cluster
+	// when dispatching is true, else the listed clusters. Status is still reported.
+	// +optional
+	Suspend *Suspension `json:"suspend,omitempty"`
+
+	// unmanagedClusters lists clusters whose object was handed back to unmanaged: Flotilla's
+	// labels, annotations and field manager are removed there and the object and its pods are
+	// left running; Flotilla no longer writes to it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	UnmanagedClusters []string `json:"unmanagedClusters,omitempty"`
+}
+
+// Suspension says where Flotilla's writes are suspended.
+type Suspension struct {
+	// dispatching suspends every cluster.
+	// +optional
+	Dispatching bool `json:"dispatching,omitempty"`
+	// clusters suspends only these.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []string `json:"clusters,omitempty"`
+}
+
+// Suspended reports whether writes to cluster are suspended.
+func (s *ResourceBindingSpec) Suspended(cluster string) bool {
+	if s.Suspend == nil {
+		return false
+	}
+	return s.Suspend.Dispatching || slices.Contains(s.Suspend.Clusters, cluster)
+}
+
+// Eviction reasons and purge modes.
+const (
+	EvictionReasonClusterFailover     = "ClusterFailover"
+	EvictionReasonApplicationFailover = "ApplicationFailover"
+	PurgeGraceful                     = "Graceful"
+	PurgeImmediately                  = "Immediately"
+	PurgeNever                        = "Never"
+)
+
+// GracefulEvictionTask keeps one cluster's old placement while its replacement comes up.
+type GracefulEvictionTask struct {
+	// cluster the replicas were moved off.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+	// replicas the cluster ran when it was evicted.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// reason: ClusterFailover or ApplicationFailover.
+	// +required
+	// +kubebuilder:validation:Enum=ClusterFailover;ApplicationFailover
+	Reason string `json:"reason"`
+	// message says what happened.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// purgeMode: Graceful (removed once the replacements are available or after
+	// gracePeriodSeconds), Immediately, Never (kept until the template changes).
+	// +required
+	// +kubebuilder:validation:Enum=Graceful;Immediately;Never
+	PurgeMode string `json:"purgeMode"`
+	// gracePeriodSeconds after which a Graceful task is removed even if the replacements are
+	// not available.
+	// +optional
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
+	// creationTimestamp is when the eviction started.
+	// +required
+	CreationTimestamp metav1.Time `json:"creationTimestamp"`
+}
+
+// FailedCluster is a cluster the workload failed over from.
+type FailedCluster struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+	// templateHash the workload had when it failed; a template change lifts the exclusion.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	TemplateHash string `json:"templateHash"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// +required
+	Time metav1.Time `json:"time"`
+}
+
+// Excluded reports whether the scheduler must keep the workload off cluster.
+func (s *ResourceBindingSpec) Excluded(cluster string) bool {
+	for _, f := range s.FailedClusters {
+		if f.Cluster == cluster && f.TemplateHash == s.TemplateHash {
+			return true
+		}
+	}
+	return false
+}
+
+// EvictionFor returns the eviction task of a cluster.
+func (s *ResourceBindingSpec) EvictionFor(cluster string) (GracefulEvictionTask, bool) {
+	for _, t := range s.GracefulEvictionTasks {
+		if t.Cluster == cluster {
+			return t, true
+		}
+	}
+	return GracefulEvictionTask{}, false
 }
 
 // ClusterStatus is a template's status in one member.
@@ -179,6 +308,17 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
+	// degradedSince is when the object turned Degraded in this cluster; application failover
+	// counts its toleration from here.
+	// +optional
+	DegradedSince *metav1.Time `json:"degradedSince,omitempty"`
+	// suspended: Flotilla's writes to this cluster are suspended.
+	// +optional
+	Suspended bool `json:"suspended,omitempty"`
+	// lost: the cluster is not Ready; a Duplicated workload stays placed there and counts as
+	// lost until the cluster returns.
+	// +optional
+	Lost bool `json:"lost,omitempty"`
 	// status is the member object's status, as observed.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -395,9 +535,10 @@ type WorkSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	Manifests []Manifest `json:"manifests"`
 
-	// deletionPolicy: Delete removes the member objects with the Work, Orphan leaves them.
+	// deletionPolicy: Delete removes the member objects with the Work, Orphan leaves them,
+	// Release leaves them and removes Flotilla's labels, annotations and field manager.
 	// +optional
-	// +kubebuilder:validation:Enum=Delete;Orphan
+	// +kubebuilder:validation:Enum=Delete;Orphan;Release
 	DeletionPolicy string `json:"deletionPolicy,omitempty"`
 
 	// conflictResolution: Abort leaves an existing member object that is not Flotilla's
@@ -405,7 +546,15 @@ type WorkSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Abort;Overwrite
 	ConflictResolution string `json:"conflictResolution,omitempty"`
+
+	// suspend: the executor writes nothing to the member (no apply, no prune, no delete) and
+	// keeps reporting status.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
+
+// DeletionRelease on a Work hands its member objects back to unmanaged when it is deleted.
+const DeletionRelease = "Release"
 
 // WorkStatus is what the executor observed in the member.
 type WorkStatus struct {

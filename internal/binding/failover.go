@@ -1,0 +1,180 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+// clusterState adds what the cluster itself says to a cluster's status: lost when it is not
+// Ready, suspended when writes to it are, and since when the workload is Degraded there.
+func (c *Controller) clusterState(ctx context.Context, b workv1alpha1.Binding, cs *workv1alpha1.ClusterStatus) {
+	bs := b.BindingSpec()
+	cs.Suspended = bs.Suspended(cs.Cluster)
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: cs.Cluster}, cl); err == nil && !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
+		cs.Lost, cs.Health = true, workv1alpha1.HealthUnknown
+		cs.Message = fmt.Sprintf("cluster %s is not Ready; the workload there is lost until it returns", cs.Cluster)
+	}
+	if cs.Health != workv1alpha1.HealthDegraded {
+		return
+	}
+	for _, old := range b.BindingStatus().Clusters {
+		if old.Cluster == cs.Cluster && old.DegradedSince != nil {
+			cs.DegradedSince = old.DegradedSince
+			return
+		}
+	}
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	cs.DegradedSince = &now
+}
+
+// failover finishes graceful evictions whose replacements are available or whose grace
+// period passed, and moves the workload off clusters where it stayed Degraded past the
+// policy's toleration. It returns when to look again.
+func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding) (time.Duration, error) {
+	bs := b.BindingSpec()
+	now := time.Now()
+	var after time.Duration
+	soon := func(d time.Duration) {
+		if d > 0 && (after == 0 || d < after) {
+			after = d
+		}
+	}
+	replacementsUp := len(b.BindingStatus().Clusters) > 0
+	for _, cs := range b.BindingStatus().Clusters {
+		if !cs.Applied || cs.Health != workv1alpha1.HealthHealthy {
+			replacementsUp = false
+		}
+	}
+	failed := bs.FailedClusters[:0:0]
+	for _, f := range bs.FailedClusters {
+		if f.TemplateHash == bs.TemplateHash { // a template change lifts the exclusion
+			failed = append(failed, f)
+		}
+	}
+	var tasks []workv1alpha1.GracefulEvictionTask
+	for _, t := range bs.GracefulEvictionTasks {
+		switch t.PurgeMode {
+		case workv1alpha1.PurgeNever:
+			if t.Reason == workv1alpha1.EvictionReasonApplicationFailover && !excluded(failed, t.Cluster) {
+				c.event(b, corev1.EventTypeNormal, "EvictionDone", "the template changed; the old placement on %s goes", t.Cluster)
+				continue
+			}
+		case workv1alpha1.PurgeGraceful:
+			deadline := t.CreationTimestamp.Add(time.Duration(t.GracePeriodSeconds) * time.Second)
+			if replacementsUp {
+				c.event(b, corev1.EventTypeNormal, "EvictionDone", "replacements for %s are available; its old placement goes", t.Cluster)
+				continue
+			}
+			if !now.Before(deadline) {
+				c.event(b, corev1.EventTypeWarning, "EvictionTimedOut", "replacements for %s are not available after %ds; its old placement goes anyway", t.Cluster, t.GracePeriodSeconds)
+				continue
+			}
+			soon(deadline.Sub(now))
+		default:
+			continue
+		}
+		tasks = append(tasks, t)
+	}
+
+	if app := c.applicationFailover(ctx, bs); app != nil {
+		toleration := time.Duration(app.TolerationSeconds) * time.Second
+		for _, cs := range b.BindingStatus().Clusters {
+			if cs.DegradedSince == nil || excluded(failed, cs.Cluster) {
+				continue
+			}
+			if wait := cs.DegradedSince.Add(toleration).Sub(now); wait > 0 {
+				soon(wait)
+				continue
+			}
+			msg := fmt.Sprintf("Degraded in %s since %s, over the toleration of %ds: %s", cs.Cluster, cs.DegradedSince.UTC().Format(time.RFC3339), app.TolerationSeconds, cs.Message)
+			failed = append(failed, workv1alpha1.FailedCluster{Cluster: cs.Cluster, TemplateHash: bs.TemplateHash, Message: truncate(msg, 1024), Time: metav1.NewTime(now.Truncate(time.Second))})
+			c.event(b, corev1.EventTypeWarning, "ApplicationFailover", "moving off %s: %s", cs.Cluster, msg)
+			mode := string(app.PurgeMode)
+			if mode == "" {
+				mode = workv1alpha1.PurgeGraceful
+			}
+			if mode != workv1alpha1.PurgeImmediately {
+				replicas := int32(0)
+				for _, t := range bs.Clusters {
+					if t.Name == cs.Cluster {
+						replicas = t.Replicas
+					}
+				}
+				grace := app.GracePeriodSeconds
+				if grace <= 0 {
+					grace = 600
+				}
+				tasks = append(tasks, workv1alpha1.GracefulEvictionTask{Cluster: cs.Cluster, Replicas: replicas, Reason: workv1alpha1.EvictionReasonApplicationFailover,
+					Message: truncate(msg, 1024), PurgeMode: mode, GracePeriodSeconds: grace, CreationTimestamp: metav1.NewTime(now.Truncate(time.Second))})
+			}
+		}
+	}
+	if len(tasks) == 0 {
+		tasks = nil
+	}
+	if len(failed) == 0 {
+		failed = nil
+	}
+	if apiequality.Semantic.DeepEqual(tasks, bs.GracefulEvictionTasks) && apiequality.Semantic.DeepEqual(failed, bs.FailedClusters) {
+		return after, nil
+	}
+	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	bs.GracefulEvictionTasks, bs.FailedClusters = tasks, failed
+	return after, c.Client.Patch(ctx, b, patch)
+}
+
+func excluded(failed []workv1alpha1.FailedCluster, cluster string) bool {
+	for _, f := range failed {
+		if f.Cluster == cluster {
+			return true
+		}
+	}
+	return false
+}
+
+// applicationFailover reads the binding's policy's application failover settings.
+func (c *Controller) applicationFailover(ctx context.Context, bs *workv1alpha1.ResourceBindingSpec) *policyv1alpha1.ApplicationFailoverBehavior {
+	var spec *policyv1alpha1.PropagationSpec
+	if bs.PolicyRef.Kind == "ClusterPropagationPolicy" {
+		p := &policyv1alpha1.ClusterPropagationPolicy{}
+		if c.Client.Get(ctx, client.ObjectKey{Name: bs.PolicyRef.Name}, p) != nil {
+			return nil
+		}
+		spec = &p.Spec
+	} else {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if c.Client.Get(ctx, client.ObjectKey{Namespace: bs.PolicyRef.Namespace, Name: bs.PolicyRef.Name}, p) != nil {
+			return nil
+		}
+		spec = &p.Spec
+	}
+	if spec.Failover == nil {
+		return nil
+	}
+	return spec.Failover.Application
+}
+
+func (c *Controller) event(b workv1alpha1.Binding, kind, reason, format string, args ...any) {
+	if c.Recorder != nil {
+		c.Recorder.Eventf(b, nil, kind, reason, "Failover", format, args...)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

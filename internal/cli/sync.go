@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+// syncSwitch is one of the commands that change how Flotilla writes to members.
+type syncSwitch struct {
+	use, short, long string
+	apply            func(spec *workv1alpha1.ResourceBindingSpec, clusters []string) string
+}
+
+var syncSwitches = []syncSwitch{
+	{
+		use:   "suspend KIND/NAME",
+		short: "Stop Flotilla's writes to members for a template (all clusters, or --cluster ones) without deleting anything",
+		long: `Suspends Flotilla's writes: nothing is applied, pruned or deleted in the members, and
+status keeps being reported. Without --cluster every cluster is suspended.`,
+		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) string {
+			if s.Suspend == nil {
+				s.Suspend = &workv1alpha1.Suspension{}
+			}
+			if len(clusters) == 0 {
+				s.Suspend.Dispatching = true
+				return "suspended in every cluster"
+			}
+			for _, c := range clusters {
+				if !slices.Contains(s.Suspend.Clusters, c) {
+					s.Suspend.Clusters = append(s.Suspend.Clusters, c)
+				}
+			}
+			slices.Sort(s.Suspend.Clusters)
+			return "suspended in " + strings.Join(clusters, ", ")
+		},
+	},
+	{
+		use:   "unsuspend KIND/NAME",
+		short: "Resume Flotilla's writes to members for a template (all clusters, or --cluster ones)",
+		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) string {
+			if s.Suspend == nil {
+				return "not suspended"
+			}
+			if len(clusters) == 0 {
+				s.Suspend = nil
+				return "writes resumed in every cluster"
+			}
+			s.Suspend.Clusters = slices.DeleteFunc(s.Suspend.Clusters, func(c string) bool { return slices.Contains(clusters, c) })
+			if !s.Suspend.Dispatching && len(s.Suspend.Clusters) == 0 {
+				s.Suspend = nil
+			}
+			return "writes resumed in " + strings.Join(clusters, ", ")
+		},
+	},
+	{
+		use:   "unmanage KIND/NAME",
+		short: "Hand a template's member objects back to unmanaged (all clusters, or --cluster ones), leaving them and their pods running",
+		long: `Removes Flotilla's label, annotations and field manager from the member objects and
+stops placing the template there; the objects, their specs and their pods are untouched.
+Without --cluster every cluster the template is placed on is handed back.`,
+		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) string {
+			if len(clusters) == 0 {
+				for _, t := range s.Clusters {
+					clusters = append(clusters, t.Name)
+				}
+			}
+			for _, c := range clusters {
+				if !slices.Contains(s.UnmanagedClusters, c) {
+					s.UnmanagedClusters = append(s.UnmanagedClusters, c)
+				}
+			}
+			slices.Sort(s.UnmanagedClusters)
+			return "handed back to unmanaged in " + strings.Join(clusters, ", ")
+		},
+	},
+}
+
+func newSyncCommands(g *globals) []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, sw := range syncSwitches {
+		var namespace string
+		var clusters []string
+		cmd := &cobra.Command{
+			Use: sw.use, Short: sw.short, Long: sw.long, Args: cobra.ExactArgs(1),
+			Example: fmt.Sprintf("  %s %s deployment/web -n shop --cluster east", invokedName(), strings.Fields(sw.use)[0]),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				kind, name, ok := strings.Cut(args[0], "/")
+				if !ok || kind == "" || name == "" {
+					return fmt.Errorf("%q: write KIND/NAME, for example deployment/web", args[0])
+				}
+				c, err := g.controlPlaneClient()
+				if err != nil {
+					return err
+				}
+				msg, err := switchSync(cmd.Context(), c, kind, name, namespace, clusters, sw.apply)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.streams.Out, "%s %s\n", args[0], msg)
+				return nil
+			},
+		}
+		cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
+		cmd.Flags().StringSliceVar(&clusters, "cluster", nil, "only these clusters (repeat or comma-separate)")
+		cmds = append(cmds, withKubeFlags(g, cmd))
+	}
+	return cmds
+}
+
+func switchSync(ctx context.Context, c client.Client, kind, name, namespace string, clusters []string,
+	apply func(*workv1alpha1.ResourceBindingSpec, []string) string) (string, error) {
+	b, err := findBinding(ctx, c, kind, name, namespace)
+	if err != nil {
+		return "", err
+	}
+	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	msg := apply(b.BindingSpec(), clusters)
+	return msg, c.Patch(ctx, b, patch)
+}

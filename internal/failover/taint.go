@@ -1,0 +1,105 @@
+package failover
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+)
+
+// UnreachableTaintKey marks a cluster that stayed not Ready past the grace period.
+const UnreachableTaintKey = "cluster.flotilla.dev/unreachable"
+
+// Unreachable reports whether the cluster carries the NoExecute unreachable taint.
+func Unreachable(cl *clusterv1alpha1.Cluster) bool {
+	for _, t := range cl.Spec.Taints {
+		if t.Key == UnreachableTaintKey && t.Effect == clusterv1alpha1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// TaintController taints clusters that stay not Ready past GracePeriod.
+type TaintController struct {
+	Client      client.Client
+	Recorder    events.EventRecorder
+	GracePeriod time.Duration
+	Clock       clock.PassiveClock
+}
+
+// SetupWithManager registers the controller.
+func (c *TaintController) SetupWithManager(mgr ctrl.Manager) error {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("cluster-failover").
+		For(&clusterv1alpha1.Cluster{}).
+		Complete(c)
+}
+
+// Reconcile adds or removes the unreachable taint.
+func (c *TaintController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Client.Get(ctx, req.NamespacedName, cl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cl.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	ready := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
+	tainted := Unreachable(cl)
+	if ready == nil {
+		return ctrl.Result{}, nil // not probed yet
+	}
+	if ready.Status == metav1.ConditionTrue {
+		if !tainted {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, c.setTaint(ctx, cl, false, "the cluster is Ready again; placements may return")
+	}
+	if tainted {
+		return ctrl.Result{}, nil
+	}
+	notReadyFor := c.Clock.Since(ready.LastTransitionTime.Time)
+	if notReadyFor < c.GracePeriod {
+		return ctrl.Result{RequeueAfter: c.GracePeriod - notReadyFor}, nil
+	}
+	return ctrl.Result{}, c.setTaint(ctx, cl, true, "not Ready for "+notReadyFor.Round(time.Second).String()+" (grace period "+c.GracePeriod.String()+"): "+ready.Message)
+}
+
+func (c *TaintController) setTaint(ctx context.Context, cl *clusterv1alpha1.Cluster, on bool, why string) error {
+	patch := client.MergeFromWithOptions(cl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	kept := cl.Spec.Taints[:0:0]
+	for _, t := range cl.Spec.Taints {
+		if t.Key != UnreachableTaintKey {
+			kept = append(kept, t)
+		}
+	}
+	if on {
+		now := metav1.NewTime(c.Clock.Now())
+		kept = append(kept, clusterv1alpha1.Taint{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute, TimeAdded: &now})
+	}
+	cl.Spec.Taints = kept
+	if err := c.Client.Patch(ctx, cl, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return err // retried with the fresh object
+		}
+		return err
+	}
+	reason := "Untainted"
+	if on {
+		reason = "TaintedUnreachable"
+	}
+	c.Recorder.Eventf(cl, nil, corev1.EventTypeWarning, reason, "Failover", "%s", why)
+	return nil
+}

@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/failover"
+)
+
+func memberAvailable(t *testing.T, cluster, ns, name string) int32 {
+	d := &appsv1.Deployment{}
+	if err := memberClient(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		return -1
+	}
+	return d.Status.AvailableReplicas
+}
+
+// Stopping a member's API server moves its Divided replicas to the other clusters within the
+// grace period + 15 s, the old placement goes once the replacements are available, a
+// Duplicated workload stays and is reported lost, and after the member returns nothing runs
+// twice.
+func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "failover"
+	ensureNamespace(t, cp, ns)
+	t.Cleanup(func() { _ = fleet.StartMember(context.Background(), "europe") })
+	one := func(c string) policyv1alpha1.StaticClusterWeight {
+		return policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{c}}, Weight: 1}
+	}
+	divided := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "divided", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement: policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{
+				Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionWeighted,
+				WeightPreference: &policyv1alpha1.WeightPreference{StaticWeightList: []policyv1alpha1.StaticClusterWeight{one("east"), one("west"), one("europe")}},
+			}},
+		},
+	}
+	duplicated := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "duplicated", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "agent"}},
+		},
+	}
+	web := webDeployment(ns, 9)
+	agent := webDeployment(ns, 1)
+	agent.Name = "agent"
+	createAll(t, g, divided, duplicated, web, agent)
+	replicas := func() []int32 {
+		return []int32{memberReplicas(t, "east", ns, "web"), memberReplicas(t, "west", ns, "web"), memberReplicas(t, "europe", ns, "web")}
+	}
+	g.Eventually(replicas).Should(gomega.Equal([]int32{3, 3, 3}))
+	g.Eventually(func() int32 { return memberAvailable(t, "europe", ns, "web") }).Should(gomega.Equal(int32(3)))
+	g.Eventually(func() int32 { return memberReplicas(t, "europe", ns, "agent") }).Should(gomega.Equal(int32(1)))
+
+	g.Expect(fleet.StopComponent("europe-apiserver")).To(gomega.Succeed())
+	// Detection (probe window) + grace period + 15 s for re-placement and available replicas.
+	g.Eventually(func() int32 { return memberAvailable(t, "east", ns, "web") + memberAvailable(t, "west", ns, "web") }).
+		WithTimeout(probePeriod*failureThreshold + probeTimeout + failoverGrace + 15*time.Second).Should(gomega.Equal(int32(9)))
+	cl := &clusterv1alpha1.Cluster{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Name: "europe"}, cl)).To(gomega.Succeed())
+	g.Expect(failover.Unreachable(cl)).To(gomega.BeTrue(), "europe is tainted unreachable")
+	// The eviction task ends once the replacements are available.
+	g.Eventually(func() []workv1alpha1.GracefulEvictionTask {
+		return bindingOf(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks
+	}).Should(gomega.BeEmpty())
+	// The Duplicated agent stays placed on europe and is reported lost.
+	g.Eventually(func() bool {
+		for _, cs := range bindingOf(ctx, ns, "agent-deployment").Status.Clusters {
+			if cs.Cluster == "europe" {
+				return cs.Lost
+			}
+		}
+		return false
+	}).Should(gomega.BeTrue())
+	g.Expect(placedOn(ctx, ns, "agent-deployment")).To(gomega.HaveKey("europe"))
+
+	g.Expect(fleet.StartMember(ctx, "europe")).To(gomega.Succeed())
+	g.Eventually(func() bool {
+		g.Expect(cp.Get(ctx, client.ObjectKey{Name: "europe"}, cl)).To(gomega.Succeed())
+		return failover.Unreachable(cl)
+	}).Should(gomega.BeFalse())
+	// Static weights are the desired division: the replicas return to 3/3/3, and at no point
+	// after the members converge do they add up to more than 9.
+	g.Eventually(replicas).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{3, 3, 3}))
+	g.Consistently(func() int32 {
+		var sum int32
+		for _, n := range replicas() {
+			sum += max(n, 0)
+		}
+		return sum
+	}).WithTimeout(5 * time.Second).Should(gomega.Equal(int32(9)))
+	g.Eventually(func() bool {
+		for _, cs := range bindingOf(ctx, ns, "agent-deployment").Status.Clusters {
+			if cs.Cluster == "europe" {
+				return cs.Lost
+			}
+		}
+		return true
+	}).Should(gomega.BeFalse())
+}
+
+// A workload that stays Degraded in its cluster past the toleration moves to the next
+// eligible cluster, with the reason on the binding and an event; the old placement goes once
+// the replacement is available.
+func TestApplicationFailoverMovesDegradedWorkload(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "appfail"
+	ensureNamespace(t, cp, ns)
+	// In west no pod of the namespace can be created: the Deployment turns Degraded there.
+	west := memberClient(t, "west")
+	ensureNamespace(t, west, ns)
+	createAllIn(t, g, west, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+			Placement: policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
+				{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"west"}}},
+				{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
+			}},
+			Failover: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
+				TolerationSeconds: 3, PurgeMode: policyv1alpha1.PurgeGraceful, GracePeriodSeconds: 120}},
+		},
+	}
+	web := webDeployment(ns, 2)
+	web.Spec.ProgressDeadlineSeconds = ptr.To(int32(5))
+	createAll(t, g, policy, web)
+	g.Eventually(func() workv1alpha1.Health {
+		for _, cs := range bindingOf(ctx, ns, "web-deployment").Status.Clusters {
+			if cs.Cluster == "west" {
+				return cs.Health
+			}
+		}
+		return ""
+	}).Should(gomega.Equal(workv1alpha1.HealthDegraded))
+
+	g.Eventually(func() []string {
+		var out []string
+		for _, f := range bindingOf(ctx, ns, "web-deployment").Spec.FailedClusters {
+			out = append(out, f.Cluster)
+		}
+		return out
+	}).Should(gomega.Equal([]string{"west"}))
+	g.Expect(bindingOf(ctx, ns, "web-deployment").Spec.FailedClusters[0].Message).To(gomega.ContainSubstring("Degraded in west"))
+	g.Eventually(func() int32 { return memberAvailable(t, "east", ns, "web") }).Should(gomega.Equal(int32(2)))
+	g.Eventually(func() int32 { return memberReplicas(t, "west", ns, "web") }).Should(gomega.Equal(int32(-1)))
+	g.Expect(placedOn(ctx, ns, "web-deployment")).To(gomega.Equal(map[string]int32{"east": 2}))
+	g.Eventually(func() bool {
+		events := &corev1.EventList{}
+		_ = cp.List(ctx, events, client.InNamespace(ns))
+		for _, e := range events.Items {
+			if e.Reason == "ApplicationFailover" && e.InvolvedObject.Name == "web-deployment" {
+				return true
+			}
+		}
+		return false
+	}).Should(gomega.BeTrue())
+}
+
+func createAllIn(t *testing.T, g gomega.Gomega, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		g.Expect(c.Create(context.Background(), o)).To(gomega.Succeed())
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
+}
