@@ -272,6 +272,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	targets := map[string]workv1alpha1.TargetCluster{}
 	for _, t := range bs.Clusters {
+		if slices.Contains(bs.UnmanagedClusters, t.Name) {
+			continue // handed back: no Work, no status
+		}
 		targets[t.Name] = t
 	}
 	existing := map[string]*workv1alpha1.Work{}
@@ -306,6 +309,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	worksWritten := false
 	revisions := map[int64]*unstructured.Unstructured{}
 	for _, t := range bs.Clusters {
+		if slices.Contains(bs.UnmanagedClusters, t.Name) {
+			continue // handed back: no Work, no status
+		}
 		cl := &clusterv1alpha1.Cluster{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -667,6 +673,9 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	var members []interpret.MemberStatus
 	var problems []string
 	for _, t := range bs.Clusters {
+		if slices.Contains(bs.UnmanagedClusters, t.Name) {
+			continue // handed back: no Work, no status
+		}
 		cs := workv1alpha1.ClusterStatus{Cluster: t.Name, Health: workv1alpha1.HealthUnknown}
 		if w, ok := works[t.Name]; ok {
 			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
@@ -737,7 +746,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	meta.SetStatusCondition(&status.Conditions, healthy)
 
 	var agg map[string]any
-	if len(members) == len(bs.Clusters) { // every member reported
+	if len(members) == len(status.Clusters) { // every member reported
 		var err error
 		if agg, err = in.AggregateStatus(tmpl, members); err != nil {
 			interpretErrors = append(interpretErrors, err.Error())

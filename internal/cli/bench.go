@@ -87,7 +87,45 @@ func newBenchCommand(g *globals) *cobra.Command {
 		},
 	}
 	releaseCmd.Flags().IntVar(&rounds, "rounds", 5, "releases (and aborts) to time")
-	cmd.AddCommand(up, propagate, releaseCmd)
+	var calls int
+	interpretCmd := &cobra.Command{
+		Use:   "interpret",
+		Short: "Time every interpreter operation through Lua (VMs pooled) against the built-in Go interpreter on the same object",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if calls < 100 {
+				return fmt.Errorf("--calls %d: give at least 100 for a p99", calls)
+			}
+			return bench.Interpret(calls, g.streams.Out)
+		},
+	}
+	interpretCmd.Flags().IntVar(&calls, "calls", 5000, "calls timed per operation and interpreter")
+	var failoverRounds int
+	var grace time.Duration
+	failoverCmd := &cobra.Command{
+		Use:   "failover",
+		Short: "Time cluster failover after a member's API server stops: detection, re-placement, replacements available",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if failoverRounds < 1 {
+				return fmt.Errorf("--rounds %d: give at least 1", failoverRounds)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			lf, cleanup, err := bench.StartFleet(cmd.Context(), g.binDir, exe, crdYAML(), 3, []string{
+				"--probe-period=1s", "--probe-timeout=1s", "--failure-threshold=2", "--failover-grace-period=" + grace.String()})
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			return bench.Failover(cmd.Context(), lf, failoverRounds, grace, g.streams.Out)
+		},
+	}
+	failoverCmd.Flags().IntVar(&failoverRounds, "rounds", 3, "member stops to time")
+	failoverCmd.Flags().DurationVar(&grace, "grace-period", 5*time.Second, "the controller-manager's --failover-grace-period")
+	cmd.AddCommand(up, propagate, releaseCmd, interpretCmd, failoverCmd)
 	return cmd
 }
 

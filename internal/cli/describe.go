@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -103,6 +104,9 @@ func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding 
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tSYNC\tLAST ERROR")
 	for _, t := range b.Spec.Clusters {
+		if slices.Contains(b.Spec.UnmanagedClusters, t.Name) {
+			continue
+		}
 		s := status[t.Name]
 		sync := "managed"
 		switch {

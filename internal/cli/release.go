@@ -59,8 +59,8 @@ func findRelease(ctx context.Context, c client.Client, arg, namespace string) (*
 		return nil, fmt.Errorf("%s is not released in waves: its policy has no rollout section", arg)
 	}
 	t := &releaseTarget{c: c, binding: b}
-	if revs.Latest == 1 {
-		return t, nil // nothing released yet
+	if revs.Latest == 1 && revs.Stable != 0 {
+		return t, nil // nothing released yet; a staged first revision (stable 0) has a release
 	}
 	rel := &rolloutv1alpha1.Release{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, rel); err != nil {

@@ -149,11 +149,20 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if !policy.Rollout.StageFirstRevision {
 			return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1})
 		}
-		// Staged: no cluster has a stable revision; the first release brings it in wave by wave.
-		if err := r.startRelease(ctx, b, policy, 1, 0); err != nil {
+		// Staged: no cluster has a stable revision; the first release brings it in wave by
+		// wave. The revisions go first so the release never finds a binding without them.
+		if err := r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 0}); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 0})
+		return ctrl.Result{}, r.startRelease(ctx, b, policy, 1, 0)
+	}
+	if bs.Revisions.Stable == 0 && bs.Revisions.Latest == 1 {
+		// A staged first release whose creation failed after the revisions were written.
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: ReleaseName(b, 1)}, &rolloutv1alpha1.Release{}); apierrors.IsNotFound(err) {
+			if err := r.startRelease(ctx, b, policy, 1, 0); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	latest := &appsv1.ControllerRevision{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, bs.Revisions.Latest)}, latest); err != nil {

@@ -82,9 +82,10 @@ type ReleaseSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	Revision int64 `json:"revision"`
 
-	// stableRevision is the revision the clusters run before, and return to on rollback.
+	// stableRevision is the revision the clusters run before, and return to on rollback; 0 for
+	// a staged first release, whose rollback hands the clusters' objects back to unmanaged.
 	// +required
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	StableRevision int64 `json:"stableRevision"`
 
 	// strategy is the policy's rollout section when the release started.

@@ -386,9 +386,11 @@ type Revisions struct {
 	// +kubebuilder:validation:Minimum=1
 	Latest int64 `json:"latest"`
 
-	// stable is the revision every cluster without a pin renders.
+	// stable is the revision every cluster without a pin renders; 0 while a staged first
+	// release (rollout.stageFirstRevision) is in progress: a cluster without a pin then gets
+	// nothing.
 	// +required
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	Stable int64 `json:"stable"`
 
 	// canaries run beside a cluster's primary: replicas of a revision taken from its share.
