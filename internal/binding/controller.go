@@ -779,16 +779,35 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	}
 	current, _, _ := unstructured.NestedMap(tmpl.Object, "status")
 	merged := map[string]any{}
+	r, ok := in.(interface{ ReplacesStatus() bool })
+	replaces := ok && r.ReplacesStatus()
 	for k, v := range current {
 		merged[k] = v
 	}
 	for k, v := range agg {
 		merged[k] = v
 	}
+	if replaces {
+		// A script returns the whole status: what it leaves out goes (null in the merge patch).
+		for k := range current {
+			if _, kept := agg[k]; !kept {
+				delete(merged, k)
+			}
+		}
+	}
 	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"status": merged})
+	patchStatus := map[string]any{}
+	for k, v := range merged {
+		patchStatus[k] = v
+	}
+	for k := range current {
+		if _, ok := merged[k]; !ok {
+			patchStatus[k] = nil
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"status": patchStatus})
 	return c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch))
 }
 

@@ -152,6 +152,10 @@ func (s *scripted) AggregateStatus(tmpl *unstructured.Unstructured, members []Me
 	return st, nil
 }
 
+// ReplacesStatus reports a scripted AggregateStatus: its result is the whole status, so the
+// fields it leaves out are removed from the template's status.
+func (s *scripted) ReplacesStatus() bool { return s.c.Has(configv1alpha1.OperationAggregateStatus) }
+
 func (s *scripted) Health(obj *unstructured.Unstructured) (workv1alpha1.Health, error) {
 	const op = configv1alpha1.OperationInterpretHealth
 	if !s.c.Has(op) {

@@ -135,7 +135,7 @@ func TestStagedAdoptionAndHandBack(t *testing.T) {
 	out, err := flotilla("suspend", "deployment/legacy", "-n", ns, "--cluster", "west")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(func() bool {
-		for _, cs := range bindingOf(ctx, ns, "legacy-deployment").Status.Clusters {
+		for _, cs := range bindingNow(ctx, ns, "legacy-deployment").Status.Clusters {
 			if cs.Cluster == "west" {
 				return cs.Suspended
 			}

@@ -76,11 +76,11 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	g.Expect(failover.Unreachable(cl)).To(gomega.BeTrue(), "europe is tainted unreachable")
 	// The eviction task ends once the replacements are available.
 	g.Eventually(func() []workv1alpha1.GracefulEvictionTask {
-		return bindingOf(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks
+		return bindingNow(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks
 	}).Should(gomega.BeEmpty())
 	// The Duplicated agent stays placed on europe and is reported lost.
 	g.Eventually(func() bool {
-		for _, cs := range bindingOf(ctx, ns, "agent-deployment").Status.Clusters {
+		for _, cs := range bindingNow(ctx, ns, "agent-deployment").Status.Clusters {
 			if cs.Cluster == "europe" {
 				return cs.Lost
 			}
@@ -105,7 +105,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		return sum
 	}).WithTimeout(5 * time.Second).Should(gomega.Equal(int32(9)))
 	g.Eventually(func() bool {
-		for _, cs := range bindingOf(ctx, ns, "agent-deployment").Status.Clusters {
+		for _, cs := range bindingNow(ctx, ns, "agent-deployment").Status.Clusters {
 			if cs.Cluster == "europe" {
 				return cs.Lost
 			}
@@ -143,7 +143,7 @@ func TestApplicationFailoverMovesDegradedWorkload(t *testing.T) {
 	web.Spec.ProgressDeadlineSeconds = ptr.To(int32(5))
 	createAll(t, g, policy, web)
 	g.Eventually(func() workv1alpha1.Health {
-		for _, cs := range bindingOf(ctx, ns, "web-deployment").Status.Clusters {
+		for _, cs := range bindingNow(ctx, ns, "web-deployment").Status.Clusters {
 			if cs.Cluster == "west" {
 				return cs.Health
 			}
@@ -153,12 +153,12 @@ func TestApplicationFailoverMovesDegradedWorkload(t *testing.T) {
 
 	g.Eventually(func() []string {
 		var out []string
-		for _, f := range bindingOf(ctx, ns, "web-deployment").Spec.FailedClusters {
+		for _, f := range bindingNow(ctx, ns, "web-deployment").Spec.FailedClusters {
 			out = append(out, f.Cluster)
 		}
 		return out
 	}).Should(gomega.Equal([]string{"west"}))
-	g.Expect(bindingOf(ctx, ns, "web-deployment").Spec.FailedClusters[0].Message).To(gomega.ContainSubstring("Degraded in west"))
+	g.Expect(bindingNow(ctx, ns, "web-deployment").Spec.FailedClusters[0].Message).To(gomega.ContainSubstring("Degraded in west"))
 	g.Eventually(func() int32 { return memberAvailable(t, "east", ns, "web") }).Should(gomega.Equal(int32(2)))
 	g.Eventually(func() int32 { return memberReplicas(t, "west", ns, "web") }).Should(gomega.Equal(int32(-1)))
 	g.Expect(placedOn(ctx, ns, "web-deployment")).To(gomega.Equal(map[string]int32{"east": 2}))
@@ -180,4 +180,13 @@ func createAllIn(t *testing.T, g gomega.Gomega, c client.Client, objs ...client.
 		g.Expect(c.Create(context.Background(), o)).To(gomega.Succeed())
 		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
 	}
+}
+
+// bindingNow is the binding as it is, or an empty one while it does not exist yet, so polls
+// can read its fields.
+func bindingNow(ctx context.Context, ns, name string) *workv1alpha1.ResourceBinding {
+	if b := bindingOf(ctx, ns, name); b != nil {
+		return b
+	}
+	return &workv1alpha1.ResourceBinding{}
 }

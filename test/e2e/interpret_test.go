@@ -157,7 +157,7 @@ func TestCloneSetDividedByBundledCustomization(t *testing.T) {
 		return map[string]any{"replicas": st["replicas"], "availableReplicas": st["availableReplicas"], "observed": st["observedGeneration"] == got.GetGeneration()}
 	}).Should(gomega.Equal(map[string]any{"replicas": int64(10), "availableReplicas": int64(10), "observed": true}))
 	g.Eventually(func() workv1alpha1.Health {
-		return bindingOf(ctx, ns, "web-cloneset").Status.Health
+		return bindingNow(ctx, ns, "web-cloneset").Status.Health
 	}).Should(gomega.Equal(workv1alpha1.HealthHealthy))
 }
 
@@ -352,5 +352,5 @@ func TestBadScriptsFailOnlyTheirCall(t *testing.T) {
 		return cp.Update(ctx, cur)
 	}).Should(gomega.Succeed())
 	g.Eventually(interpreted).Should(gomega.HavePrefix("True"))
-	g.Eventually(func() workv1alpha1.Health { return bindingOf(ctx, ns, "g1-gizmo").Status.Health }).Should(gomega.Equal(workv1alpha1.HealthHealthy))
+	g.Eventually(func() workv1alpha1.Health { return bindingNow(ctx, ns, "g1-gizmo").Status.Health }).Should(gomega.Equal(workv1alpha1.HealthHealthy))
 }
