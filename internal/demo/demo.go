@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,11 +86,14 @@ func Apply(ctx context.Context, c client.Client, prometheusURL string) error {
 			if _, isNS := o.(*corev1.Namespace); isNS {
 				continue
 			}
-			cur := o.DeepCopyObject().(client.Object)
-			if err = c.Get(ctx, client.ObjectKeyFromObject(o), cur); err == nil {
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				cur := o.DeepCopyObject().(client.Object)
+				if err := c.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+					return err
+				}
 				o.SetResourceVersion(cur.GetResourceVersion())
-				err = c.Update(ctx, o)
-			}
+				return c.Update(ctx, o)
+			})
 		}
 		if err != nil {
 			return fmt.Errorf("applying %T %s: %w", o, o.GetName(), err)
@@ -99,11 +103,14 @@ func Apply(ctx context.Context, c client.Client, prometheusURL string) error {
 }
 
 // SetImage changes the shop's image in the control plane: a new revision, a new release.
+// Flotilla writes the template's aggregated status meanwhile, so a conflict is retried.
 func SetImage(ctx context.Context, c client.Client, image string) error {
-	d := &appsv1.Deployment{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: App}, d); err != nil {
-		return err
-	}
-	d.Spec.Template.Spec.Containers[0].Image = image
-	return c.Update(ctx, d)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: App}, d); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = image
+		return c.Update(ctx, d)
+	})
 }
