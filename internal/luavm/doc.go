@@ -35,18 +35,24 @@
 //     A single built-in Go function is not interrupted mid-way; the built-ins
 //     that could run long on big inputs (string.rep, string.format widths,
 //     string.gsub, table.concat) are bounded by Limits.MaxValueBytes instead.
+//
 //   - Call depth: Limits.CallStackSize frames; deeper recursion fails with a
 //     stack overflow error. Limits.RegistryMaxSize bounds the value stack.
+//
 //   - Size: inputs and results are each bounded by Limits.MaxValueBytes
 //     (estimated bytes) and nested at most MaxDepth levels.
 //
+//   - Memory: gopher-lua has no allocation hook, so the `..` operator and
+//     table growth are bounded by a watchdog instead: once a call runs longer
+//     than 5ms, the process heap is sampled every 2ms and the call is stopped
+//     when it grew by more than Limits.MaxHeapGrowth (256 MiB by default)
+//     since that moment. Short calls never start the watchdog.
+//
 // # Known gaps
 //
-// gopher-lua has no allocation hook, so heap use inside a call is bounded only
-// indirectly. The `..` operator and table growth are not size-checked: a
-// string-doubling loop can allocate up to roughly what it manages to build
-// before the time limit (hundreds of MiB on fast hardware with the default
-// 500ms) before the call is stopped. The result byte budget catches an
-// oversized value only when it is returned. Run interpreters in a process
-// with a memory limit (GOMEMLIMIT / container limit) for defence in depth.
+// The heap watchdog measures the whole process, so it can overshoot by what a
+// script allocates within one 2ms sample, and a large allocation elsewhere in
+// the process during a long call can stop that call. Run interpreters in a
+// process with a memory limit (GOMEMLIMIT / container limit) for defence in
+// depth.
 package luavm

@@ -19,6 +19,10 @@ type Limits struct {
 	// and of any single string built by string.rep, string.format,
 	// string.gsub or table.concat.
 	MaxValueBytes int
+	// MaxHeapGrowth bounds how much the process heap may grow while one call runs, for
+	// allocations no other limit sees (table growth, the `..` operator). Checked every 2ms
+	// once a call runs longer than 5ms.
+	MaxHeapGrowth int64
 }
 
 // DefaultLimits returns limits suited to small per-object interpreter scripts.
@@ -28,6 +32,7 @@ func DefaultLimits() Limits {
 		CallStackSize:   200,
 		RegistryMaxSize: 1 << 20,
 		MaxValueBytes:   4 << 20,
+		MaxHeapGrowth:   256 << 20,
 	}
 }
 
@@ -46,6 +51,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxValueBytes <= 0 {
 		l.MaxValueBytes = d.MaxValueBytes
+	}
+	if l.MaxHeapGrowth <= 0 {
+		l.MaxHeapGrowth = d.MaxHeapGrowth
 	}
 	return l
 }

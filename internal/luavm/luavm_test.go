@@ -344,3 +344,27 @@ func TestEmptyListRoundTrip(t *testing.T) {
 		t.Errorf("a new empty table is a map, got %#v", got[0])
 	}
 }
+
+// Allocation no size budget sees (table growth, string doubling with `..`) is stopped by the
+// heap watchdog with an error that names the memory limit, not the time limit.
+func TestHeapGrowthIsBounded(t *testing.T) {
+	pool := NewPool(PoolOptions{Limits: Limits{Timeout: 20 * time.Second, MaxHeapGrowth: 32 << 20}})
+	for name, src := range map[string]string{
+		"table":  "function F() local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i} end end",
+		"concat": "function F() local s = 'x' local keep = {} while true do s = s .. s keep[#keep + 1] = s end end",
+	} {
+		s, err := Compile(name+".lua", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = pool.Call(context.Background(), s, "F", 0)
+		if err == nil || !strings.Contains(err.Error(), "memory limit of 32 MiB") {
+			t.Errorf("%s: error = %v, want the memory limit", name, err)
+		}
+	}
+	// The pool still serves calls afterwards.
+	s, _ := Compile("ok.lua", "function F() return 1 end")
+	if got, err := pool.Call(context.Background(), s, "F", 1); err != nil || got[0] != int64(1) {
+		t.Errorf("after the limit: %v, %v", got, err)
+	}
+}

@@ -99,8 +99,11 @@ func (p *Pool) Call(ctx context.Context, s *Script, fn string, nresults int, arg
 }
 
 func (p *Pool) call(ctx context.Context, sb *sandbox, s *Script, fn string, nresults int, args []any) ([]any, error) {
-	callCtx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
-	defer cancel()
+	timed, cancelTimeout := context.WithTimeout(ctx, p.limits.Timeout)
+	defer cancelTimeout()
+	callCtx, cancel := context.WithCancelCause(timed)
+	defer cancel(nil)
+	defer watchHeap(cancel, p.limits.MaxHeapGrowth)()
 
 	env, err := sb.loadScript(callCtx, s)
 	if err != nil {

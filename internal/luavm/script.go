@@ -2,6 +2,7 @@ package luavm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -57,8 +58,11 @@ func compileScript(name, source string, limits Limits, preload map[string]lua.LG
 		return nil, err
 	}
 	defer sb.L.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), limits.Timeout)
-	defer cancel()
+	timed, cancelTimeout := context.WithTimeout(context.Background(), limits.Timeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(timed)
+	defer cancel(nil)
+	defer watchHeap(cancel, limits.MaxHeapGrowth)()
 	env, err := sb.loadScript(ctx, s)
 	if err != nil {
 		return nil, describeError(ctx, context.Background(), limits, s, "", err)
@@ -98,6 +102,9 @@ func describeError(callCtx, parent context.Context, limits Limits, s *Script, fn
 	}
 	if parent.Err() != nil {
 		return fmt.Errorf("luavm: %s: %w", where, parent.Err())
+	}
+	if errors.Is(context.Cause(callCtx), errHeapLimit) {
+		return heapLimitError(where, limits)
 	}
 	if callCtx.Err() != nil {
 		return fmt.Errorf("luavm: %s exceeded the time limit of %s; make the script do less work per call", where, limits.Timeout)
