@@ -306,7 +306,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	renderErrors := map[string]string{}
-	worksWritten := false
+	worksWritten, terminating := false, false
 	revisions := map[int64]*unstructured.Unstructured{}
 	for _, t := range bs.Clusters {
 		if slices.Contains(bs.UnmanagedClusters, t.Name) {
@@ -333,7 +333,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			continue
 		}
-		if notYet, err := c.notReachedYet(ctx, b, t.Name); err != nil {
+		if notYet, err := c.notReachedYet(ctx, b, t.Name, len(works) > 0); err != nil {
 			return ctrl.Result{}, err
 		} else if notYet {
 			// A staged first release has not reached this cluster: a live object there stays
@@ -360,6 +360,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if pin.Revision != rev {
 				t.Replicas -= canary.replicas // the canary's replicas come out of the cluster's share
 			} // else the primary took the canary's revision: at full share until the canary goes
+		}
+		if w := existing[t.Name]; w != nil && !w.DeletionTimestamp.IsZero() {
+			// Never rewrite a Work being deleted (its deletion policy decides what happens to
+			// the member objects); the new one is written once it is gone.
+			terminating = true
+			continue
 		}
 		written, err := c.ensureWork(ctx, b, source, rev, canary, in, hasReplicas, t, overriders, existing[t.Name])
 		if err != nil {
@@ -389,7 +395,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := c.aggregate(ctx, b, tmpl, in, existing, renderErrors, interpretErrors); err != nil {
 		return ctrl.Result{}, err
 	}
-	after, err := c.failover(ctx, b)
+	after, err := c.failover(ctx, b, existing, tmpl.GetGeneration())
+	if terminating && (after == 0 || after > 2*time.Second) {
+		after = 2 * time.Second
+	}
 	return ctrl.Result{RequeueAfter: after}, err
 }
 
@@ -412,10 +421,13 @@ func (c *Controller) handBack(ctx context.Context, w *workv1alpha1.Work) error {
 // notReachedYet reports a cluster that a staged first release has not reached: revisions
 // are tracked and the cluster has none, or the policy stages the first revision and it is not
 // recorded yet.
-func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, cluster string) (bool, error) {
+func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, cluster string, hasWorks bool) (bool, error) {
 	revs := b.BindingSpec().Revisions
 	if revs != nil {
 		return revs.RevisionFor(cluster) == 0, nil
+	}
+	if hasWorks {
+		return false, nil // already running: a rollout added later does not stage what runs
 	}
 	policy, err := release.PolicySpec(ctx, c.Client, b.BindingSpec().PolicyRef)
 	if err != nil {

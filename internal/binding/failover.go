@@ -3,6 +3,7 @@ package binding
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,24 +43,41 @@ func (c *Controller) clusterState(ctx context.Context, b workv1alpha1.Binding, c
 // failover finishes graceful evictions whose replacements are available or whose grace
 // period passed, and moves the workload off clusters where it stayed Degraded past the
 // policy's toleration. It returns when to look again.
-func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding) (time.Duration, error) {
+func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding, works map[string]*workv1alpha1.Work, templateGeneration int64) (time.Duration, error) {
 	bs := b.BindingSpec()
 	now := time.Now()
 	var after time.Duration
+	// Events go out only once the change they report is written: a conflict retries the
+	// whole decision, and must not repeat them.
+	var pending []func()
+	event := func(kind, reason, format string, args ...any) {
+		pending = append(pending, func() { c.event(b, kind, reason, format, args...) })
+	}
 	soon := func(d time.Duration) {
 		if d > 0 && (after == 0 || d < after) {
 			after = d
 		}
 	}
-	replacementsUp := len(b.BindingStatus().Clusters) > 0
-	for _, cs := range b.BindingStatus().Clusters {
-		if !cs.Applied || cs.Health != workv1alpha1.HealthHealthy {
+	// Replacements are up when every placed cluster applied its Work's current spec (not an
+	// earlier generation's status) and is healthy.
+	replacementsUp := len(bs.Clusters) > 0
+	for _, t := range bs.Clusters {
+		w := works[t.Name]
+		if slices.Contains(bs.UnmanagedClusters, t.Name) {
+			continue
+		}
+		if w == nil {
+			replacementsUp = false
+			continue
+		}
+		applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
+		if applied == nil || applied.Status != metav1.ConditionTrue || applied.ObservedGeneration != w.Generation || w.Status.Health != workv1alpha1.HealthHealthy {
 			replacementsUp = false
 		}
 	}
 	failed := bs.FailedClusters[:0:0]
 	for _, f := range bs.FailedClusters {
-		if f.TemplateHash == bs.TemplateHash { // a template change lifts the exclusion
+		if f.TemplateGeneration == bs.TemplateGeneration { // a spec change lifts the exclusion
 			failed = append(failed, f)
 		}
 	}
@@ -68,17 +86,21 @@ func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding) (time
 		switch t.PurgeMode {
 		case workv1alpha1.PurgeNever:
 			if t.Reason == workv1alpha1.EvictionReasonApplicationFailover && !excluded(failed, t.Cluster) {
-				c.event(b, corev1.EventTypeNormal, "EvictionDone", "the template changed; the old placement on %s goes", t.Cluster)
+				event(corev1.EventTypeNormal, "EvictionDone", "the template changed; the old placement on %s goes", t.Cluster)
+				continue
+			}
+			if t.Reason == workv1alpha1.EvictionReasonClusterFailover && c.clusterBack(ctx, t.Cluster) {
+				event(corev1.EventTypeNormal, "EvictionDone", "cluster %s is back; its old placement goes", t.Cluster)
 				continue
 			}
 		case workv1alpha1.PurgeGraceful:
 			deadline := t.CreationTimestamp.Add(time.Duration(t.GracePeriodSeconds) * time.Second)
 			if replacementsUp {
-				c.event(b, corev1.EventTypeNormal, "EvictionDone", "replacements for %s are available; its old placement goes", t.Cluster)
+				event(corev1.EventTypeNormal, "EvictionDone", "replacements for %s are available; its old placement goes", t.Cluster)
 				continue
 			}
 			if !now.Before(deadline) {
-				c.event(b, corev1.EventTypeWarning, "EvictionTimedOut", "replacements for %s are not available after %ds; its old placement goes anyway", t.Cluster, t.GracePeriodSeconds)
+				event(corev1.EventTypeWarning, "EvictionTimedOut", "replacements for %s are not available after %ds; its old placement goes anyway", t.Cluster, t.GracePeriodSeconds)
 				continue
 			}
 			soon(deadline.Sub(now))
@@ -88,10 +110,22 @@ func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding) (time
 		tasks = append(tasks, t)
 	}
 
-	if app := c.applicationFailover(ctx, bs); app != nil {
+	degraded := 0
+	for _, cs := range b.BindingStatus().Clusters {
+		if cs.Health == workv1alpha1.HealthDegraded {
+			degraded++
+		}
+	}
+	// Degraded in more than half of several clusters is the workload's own fault (a bad
+	// image, a bad config), not a cluster's: moving it would only spread the damage. And until
+	// the template changes, it fails over from at most as many clusters as it is placed on, so
+	// a broken version does not walk the whole fleet one toleration at a time.
+	placed := len(b.BindingStatus().Clusters)
+	spreadDamage := degraded > 1 && degraded*2 > placed
+	if app := c.applicationFailover(ctx, bs); app != nil && !spreadDamage && len(failed) < placed {
 		toleration := time.Duration(app.TolerationSeconds) * time.Second
 		for _, cs := range b.BindingStatus().Clusters {
-			if cs.DegradedSince == nil || excluded(failed, cs.Cluster) {
+			if cs.DegradedSince == nil || cs.Suspended || excluded(failed, cs.Cluster) {
 				continue
 			}
 			if wait := cs.DegradedSince.Add(toleration).Sub(now); wait > 0 {
@@ -99,8 +133,8 @@ func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding) (time
 				continue
 			}
 			msg := fmt.Sprintf("Degraded in %s since %s, over the toleration of %ds: %s", cs.Cluster, cs.DegradedSince.UTC().Format(time.RFC3339), app.TolerationSeconds, cs.Message)
-			failed = append(failed, workv1alpha1.FailedCluster{Cluster: cs.Cluster, TemplateHash: bs.TemplateHash, Message: truncate(msg, 1024), Time: metav1.NewTime(now.Truncate(time.Second))})
-			c.event(b, corev1.EventTypeWarning, "ApplicationFailover", "moving off %s: %s", cs.Cluster, msg)
+			failed = append(failed, workv1alpha1.FailedCluster{Cluster: cs.Cluster, TemplateGeneration: bs.TemplateGeneration, Message: truncate(msg, 1024), Time: metav1.NewTime(now.Truncate(time.Second))})
+			event(corev1.EventTypeWarning, "ApplicationFailover", "moving off %s: %s", cs.Cluster, msg)
 			mode := string(app.PurgeMode)
 			if mode == "" {
 				mode = workv1alpha1.PurgeGraceful
@@ -132,7 +166,30 @@ func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding) (time
 	}
 	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	bs.GracefulEvictionTasks, bs.FailedClusters = tasks, failed
-	return after, c.Client.Patch(ctx, b, patch)
+	if err := c.Client.Patch(ctx, b, patch); err != nil {
+		return after, err
+	}
+	for _, emit := range pending {
+		emit()
+	}
+	return after, nil
+}
+
+// clusterBack reports a cluster that is Ready and no longer tainted unreachable.
+func (c *Controller) clusterBack(ctx context.Context, name string) bool {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
+		return false
+	}
+	if !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
+		return false
+	}
+	for _, t := range cl.Spec.Taints {
+		if t.Key == "cluster.flotilla.dev/unreachable" {
+			return false
+		}
+	}
+	return true
 }
 
 func excluded(failed []workv1alpha1.FailedCluster, cluster string) bool {

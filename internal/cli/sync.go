@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
@@ -15,7 +16,22 @@ import (
 // syncSwitch is one of the commands that change how Flotilla writes to members.
 type syncSwitch struct {
 	use, short, long string
-	apply            func(spec *workv1alpha1.ResourceBindingSpec, clusters []string) string
+	apply            func(spec *workv1alpha1.ResourceBindingSpec, clusters []string) (string, error)
+}
+
+// placedOn refuses --cluster names the template is not placed on: a typo must not quietly
+// change nothing, or take a cluster out of placement.
+func placedOn(s *workv1alpha1.ResourceBindingSpec, clusters []string) error {
+	for _, c := range clusters {
+		if !slices.ContainsFunc(s.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == c }) {
+			var placed []string
+			for _, t := range s.Clusters {
+				placed = append(placed, t.Name)
+			}
+			return fmt.Errorf("--cluster %s: the template is not placed there (placed on: %s)", c, strings.Join(placed, ", "))
+		}
+	}
+	return nil
 }
 
 var syncSwitches = []syncSwitch{
@@ -24,13 +40,16 @@ var syncSwitches = []syncSwitch{
 		short: "Stop Flotilla's writes to members for a template (all clusters, or --cluster ones) without deleting anything",
 		long: `Suspends Flotilla's writes: nothing is applied, pruned or deleted in the members, and
 status keeps being reported. Without --cluster every cluster is suspended.`,
-		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) string {
+		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) (string, error) {
+			if err := placedOn(s, clusters); err != nil {
+				return "", err
+			}
 			if s.Suspend == nil {
 				s.Suspend = &workv1alpha1.Suspension{}
 			}
 			if len(clusters) == 0 {
 				s.Suspend.Dispatching = true
-				return "suspended in every cluster"
+				return "suspended in every cluster", nil
 			}
 			for _, c := range clusters {
 				if !slices.Contains(s.Suspend.Clusters, c) {
@@ -38,25 +57,28 @@ status keeps being reported. Without --cluster every cluster is suspended.`,
 				}
 			}
 			slices.Sort(s.Suspend.Clusters)
-			return "suspended in " + strings.Join(clusters, ", ")
+			return "suspended in " + strings.Join(clusters, ", "), nil
 		},
 	},
 	{
 		use:   "unsuspend KIND/NAME",
 		short: "Resume Flotilla's writes to members for a template (all clusters, or --cluster ones)",
-		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) string {
+		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) (string, error) {
 			if s.Suspend == nil {
-				return "not suspended"
+				return "not suspended", nil
 			}
 			if len(clusters) == 0 {
 				s.Suspend = nil
-				return "writes resumed in every cluster"
+				return "writes resumed in every cluster", nil
+			}
+			if s.Suspend.Dispatching {
+				return "", fmt.Errorf("every cluster is suspended; run unsuspend without --cluster to resume them all")
 			}
 			s.Suspend.Clusters = slices.DeleteFunc(s.Suspend.Clusters, func(c string) bool { return slices.Contains(clusters, c) })
-			if !s.Suspend.Dispatching && len(s.Suspend.Clusters) == 0 {
+			if len(s.Suspend.Clusters) == 0 {
 				s.Suspend = nil
 			}
-			return "writes resumed in " + strings.Join(clusters, ", ")
+			return "writes resumed in " + strings.Join(clusters, ", "), nil
 		},
 	},
 	{
@@ -65,7 +87,10 @@ status keeps being reported. Without --cluster every cluster is suspended.`,
 		long: `Removes Flotilla's label, annotations and field manager from the member objects and
 stops placing the template there; the objects, their specs and their pods are untouched.
 Without --cluster every cluster the template is placed on is handed back.`,
-		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) string {
+		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) (string, error) {
+			if err := placedOn(s, clusters); err != nil {
+				return "", err
+			}
 			if len(clusters) == 0 {
 				for _, t := range s.Clusters {
 					clusters = append(clusters, t.Name)
@@ -77,7 +102,7 @@ Without --cluster every cluster the template is placed on is handed back.`,
 				}
 			}
 			slices.Sort(s.UnmanagedClusters)
-			return "handed back to unmanaged in " + strings.Join(clusters, ", ")
+			return "handed back to unmanaged in " + strings.Join(clusters, ", "), nil
 		},
 	},
 }
@@ -114,13 +139,21 @@ func newSyncCommands(g *globals) []*cobra.Command {
 	return cmds
 }
 
+// switchSync changes the binding with an optimistic lock and retries on conflict: the
+// controllers write the same binding all the time.
 func switchSync(ctx context.Context, c client.Client, kind, name, namespace string, clusters []string,
-	apply func(*workv1alpha1.ResourceBindingSpec, []string) string) (string, error) {
-	b, err := findBinding(ctx, c, kind, name, namespace)
-	if err != nil {
-		return "", err
-	}
-	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	msg := apply(b.BindingSpec(), clusters)
-	return msg, c.Patch(ctx, b, patch)
+	apply func(*workv1alpha1.ResourceBindingSpec, []string) (string, error)) (string, error) {
+	var msg string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b, err := findBinding(ctx, c, kind, name, namespace)
+		if err != nil {
+			return err
+		}
+		patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+		if msg, err = apply(b.BindingSpec(), clusters); err != nil {
+			return err
+		}
+		return c.Patch(ctx, b, patch)
+	})
+	return msg, err
 }

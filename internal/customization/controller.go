@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,9 +45,16 @@ func Load(ctx context.Context, r client.Reader, reg *interpret.Registry) error {
 		return fmt.Errorf("listing resource interpreter customizations: %w", err)
 	}
 	for i := range list.Items {
-		if compiled, err := reg.Compile(&list.Items[i]); err == nil {
-			reg.Put(compiled)
+		ric := &list.Items[i]
+		compiled, err := reg.Compile(ric)
+		if err != nil {
+			gv, perr := schema.ParseGroupVersion(ric.Spec.Target.APIVersion)
+			if perr != nil {
+				continue
+			}
+			compiled = interpret.Broken(ric.Name, ric.Generation, gv.WithKind(ric.Spec.Target.Kind), errors.New(Describe(err)))
 		}
+		reg.Put(compiled)
 	}
 	return nil
 }
@@ -72,8 +80,14 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		msg := Describe(err)
 		active, inForce := c.Registry.Active(ric.Name)
+		inForce = inForce && active.Generation != ric.Generation && !active.IsBroken()
 		ready := metav1.Condition{Type: configv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonCompileFailed,
-			Message: "no version of this customization compiled; the kind is interpreted by the built-in interpreter"}
+			Message: "no version of this customization compiles; objects of the kind fail interpretation until it is fixed"}
+		if !inForce {
+			if gv, perr := schema.ParseGroupVersion(ric.Spec.Target.APIVersion); perr == nil {
+				c.Registry.Put(interpret.Broken(ric.Name, ric.Generation, gv.WithKind(ric.Spec.Target.Kind), errors.New(msg)))
+			}
+		}
 		if inForce {
 			ready.Status, ready.Reason = metav1.ConditionTrue, "PreviousGenerationInForce"
 			ready.Message = fmt.Sprintf("generation %d stays in force; generation %d does not compile", active.Generation, ric.Generation)

@@ -227,6 +227,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		PolicyRef:          best.ref,
 		Replicas:           replicas,
 		TemplateHash:       templateHash(tmpl),
+		TemplateGeneration: tmpl.GetGeneration(),
 		DeletionPolicy:     string(orDefault(best.spec.DeletionPolicy, policyv1alpha1.DeletionDelete)),
 		ConflictResolution: string(orDefault(best.spec.ConflictResolution, policyv1alpha1.ConflictAbort)),
 		PropagateDeps:      best.spec.PropagateDeps,

@@ -46,6 +46,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/internal/detector"
 
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
@@ -99,9 +100,36 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.
 		For(&workv1alpha1.Work{}, builder.WithPredicates(inExecutionNamespace, predicate.GenerationChangedPredicate{})).
+		// A member that is reachable again gets its waiting Works (and pending deletions of
+		// stale placements) at once, not at their next retry.
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(e.worksOfCluster), builder.WithPredicates(becameReady)).
 		WatchesRawSource(source.Channel(e.changes, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(e)
+}
+
+var becameReady = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
+		n, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
+		return ok1 && ok2 && !meta.IsStatusConditionTrue(o.Status.Conditions, clusterv1alpha1.ConditionReady) &&
+			meta.IsStatusConditionTrue(n.Status.Conditions, clusterv1alpha1.ConditionReady)
+	},
+}
+
+// worksOfCluster lists the Works in a cluster's execution namespace.
+func (e *Executor) worksOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	works := &workv1alpha1.WorkList{}
+	if err := e.Client.List(ctx, works, client.InNamespace(ExecutionNamespacePrefix+o.GetName())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(works.Items))
+	for i := range works.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&works.Items[i])})
+	}
+	return reqs
 }
 
 // worksOfKind lists the Works of every binding of the kind.
@@ -156,6 +184,11 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			return ctrl.Result{}, nil
 		}
 		switch {
+		case w.Spec.Suspend:
+			// Suspended means no writes at all, deletes included: the objects stay as they are.
+			log.Info("Work deleted while suspended; its member objects are left in place")
+		case w.Spec.DeletionPolicy == workv1alpha1.DeletionRelease && !connected:
+			log.Info("Cluster gone; nothing to hand back", "cluster", cluster)
 		case w.Spec.DeletionPolicy == workv1alpha1.DeletionRelease:
 			if !reachable {
 				return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
@@ -483,10 +516,17 @@ func (e *Executor) releaseObjects(ctx context.Context, cluster string, w *workv1
 	if err != nil {
 		return err
 	}
-	for _, m := range w.Spec.Manifests {
+	others := &workv1alpha1.WorkList{}
+	if err := e.Client.List(ctx, others, client.InNamespace(w.Namespace)); err != nil {
+		return err
+	}
+	for i, m := range w.Spec.Manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
 			continue
+		}
+		if i < len(w.Spec.Manifests)-1 && usedByAnotherWork(others.Items, w, obj) {
+			continue // a dependency another workload in this cluster still uses stays Flotilla's
 		}
 		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
 		if err != nil {

@@ -65,7 +65,12 @@ func (c *TaintController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		if !tainted {
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, c.setTaint(ctx, cl, false, "the cluster is Ready again; placements may return")
+		// A hold-down as long as the grace period: a flapping cluster does not pull every
+		// Divided workload back and forth.
+		if readyFor := c.Clock.Since(ready.LastTransitionTime.Time); readyFor < c.GracePeriod {
+			return ctrl.Result{RequeueAfter: c.GracePeriod - readyFor}, nil
+		}
+		return ctrl.Result{}, c.setTaint(ctx, cl, false, "the cluster has been Ready for the grace period again; placements may return")
 	}
 	if tainted {
 		return ctrl.Result{}, nil

@@ -52,10 +52,22 @@ type Customization struct {
 	Generation int64
 	Target     schema.GroupVersionKind
 	scripts    map[string]*luavm.Script // by operation name
+	// broken is why no version of the customization compiled; every operation then fails
+	// with it rather than fall back to a built-in interpreter that would misread the kind
+	// (a CloneSet read as having no replicas runs its full count in every cluster).
+	broken error
 }
 
-// Has reports whether the customization scripts an operation.
-func (c *Customization) Has(op string) bool { return c.scripts[op] != nil }
+// Has reports whether the customization scripts an operation; a broken one claims them all.
+func (c *Customization) Has(op string) bool { return c.broken != nil || c.scripts[op] != nil }
+
+// IsBroken reports a customization put in force only to fail its kind's calls.
+func (c *Customization) IsBroken() bool { return c.broken != nil }
+
+// Broken returns a customization that fails every call of its kind with err.
+func Broken(name string, generation int64, target schema.GroupVersionKind, err error) *Customization {
+	return &Customization{Name: name, Generation: generation, Target: target, broken: err}
+}
 
 // Registry holds the compiled customizations in force and hands out interpreters: a kind's
 // customization for the operations it scripts, the built-in interpreter for the rest. A nil

@@ -35,6 +35,9 @@ func (e *OpError) Error() string {
 func (e *OpError) Unwrap() error { return e.Err }
 
 func (s *scripted) call(op string, nresults int, args ...any) ([]any, error) {
+	if s.c.broken != nil {
+		return nil, &OpError{s.c.Name, op, fmt.Errorf("no version of the customization compiles (%v); the kind is not interpreted until it is fixed", s.c.broken)}
+	}
 	o, _ := OperationByName(op)
 	out, err := s.pool.Call(context.Background(), s.c.scripts[op], o.Function, nresults, args...)
 	if err != nil {

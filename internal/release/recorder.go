@@ -146,7 +146,13 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if err := r.record(ctx, b, tmpl, 1, hash); err != nil {
 			return ctrl.Result{}, err
 		}
-		if !policy.Rollout.StageFirstRevision {
+		// Staging adopts what runs unmanaged; a workload Flotilla already runs (a rollout added
+		// to its policy later) is not staged, or its clusters would be handed back.
+		running := false
+		for _, cs := range b.BindingStatus().Clusters {
+			running = running || cs.Applied
+		}
+		if !policy.Rollout.StageFirstRevision || running {
 			return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1})
 		}
 		// Staged: no cluster has a stable revision; the first release brings it in wave by

@@ -89,13 +89,19 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	}).Should(gomega.BeTrue())
 	g.Expect(placedOn(ctx, ns, "agent-deployment")).To(gomega.HaveKey("europe"))
 
+	returned := time.Now().Truncate(time.Second)
 	g.Expect(fleet.StartMember(ctx, "europe")).To(gomega.Succeed())
 	g.Eventually(func() bool {
 		g.Expect(cp.Get(ctx, client.ObjectKey{Name: "europe"}, cl)).To(gomega.Succeed())
 		return failover.Unreachable(cl)
 	}).Should(gomega.BeFalse())
-	// Static weights are the desired division: the replicas return to 3/3/3, and at no point
-	// after the members converge do they add up to more than 9.
+	// Static weights are the desired division: the replicas return to 3/3/3 once europe's
+	// stale Deployment (its evicted Work's) is gone and a new one is placed, and from then on
+	// they add up to exactly 9.
+	g.Eventually(func() bool {
+		d := &appsv1.Deployment{}
+		return memberClient(t, "europe").Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d) == nil && !d.CreationTimestamp.Time.Before(returned)
+	}).WithTimeout(2 * time.Minute).Should(gomega.BeTrue(), "europe's stale Deployment is replaced")
 	g.Eventually(replicas).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{3, 3, 3}))
 	g.Consistently(func() int32 {
 		var sum int32

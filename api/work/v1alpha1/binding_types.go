@@ -122,6 +122,11 @@ type ResourceBindingSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	TemplateHash string `json:"templateHash,omitempty"`
 
+	// templateGeneration is the template's metadata.generation: it moves on spec changes only,
+	// not on labels or annotations.
+	// +optional
+	TemplateGeneration int64 `json:"templateGeneration,omitempty"`
+
 	// deletionPolicy from the policy: Delete or Orphan the member objects when they stop
 	// being placed.
 	// +optional
@@ -254,10 +259,10 @@ type FailedCluster struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster"`
-	// templateHash the workload had when it failed; a template change lifts the exclusion.
+	// templateGeneration the workload had when it failed; a change of the template's spec
+	// lifts the exclusion (labels and annotations do not).
 	// +required
-	// +kubebuilder:validation:MaxLength=64
-	TemplateHash string `json:"templateHash"`
+	TemplateGeneration int64 `json:"templateGeneration"`
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
@@ -268,7 +273,7 @@ type FailedCluster struct {
 // Excluded reports whether the scheduler must keep the workload off cluster.
 func (s *ResourceBindingSpec) Excluded(cluster string) bool {
 	for _, f := range s.FailedClusters {
-		if f.Cluster == cluster && f.TemplateHash == s.TemplateHash {
+		if f.Cluster == cluster && f.TemplateGeneration == s.TemplateGeneration {
 			return true
 		}
 	}
