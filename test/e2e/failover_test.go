@@ -101,7 +101,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	g.Eventually(func() bool {
 		d := &appsv1.Deployment{}
 		return memberClient(t, "europe").Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d) == nil && !d.CreationTimestamp.Time.Before(returned)
-	}).WithTimeout(2 * time.Minute).Should(gomega.BeTrue(), "europe's stale Deployment is replaced")
+	}).WithTimeout(2*time.Minute).Should(gomega.BeTrue(), "europe's stale Deployment is replaced")
 	g.Eventually(replicas).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{3, 3, 3}))
 	g.Consistently(func() int32 {
 		var sum int32
