@@ -188,3 +188,50 @@ func dumpYAML(t *testing.T, obj any) {
 	}
 	t.Logf("\n%s", data)
 }
+
+// Aborting a staged adoption hands the clusters it adopted back: Flotilla's marks go, the
+// objects and their pods stay exactly as they were, and clusters not reached were never touched.
+func TestStagedAdoptionAbortHandsBack(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "adopt-abort"
+	live := func() *appsv1.Deployment {
+		d := webDeployment(ns, 1)
+		d.Name, d.Labels = "legacy", map[string]string{"app": "legacy"}
+		d.Spec.Selector.MatchLabels = map[string]string{"app": "legacy"}
+		d.Spec.Template.Labels = map[string]string{"app": "legacy"}
+		return d
+	}
+	for _, m := range members {
+		c := memberClient(t, m)
+		ensureNamespace(t, c, ns)
+		g.Expect(c.Create(ctx, live())).To(gomega.Succeed())
+		t.Cleanup(func() { _ = c.Delete(context.Background(), live()) })
+	}
+	g.Eventually(func() []int32 {
+		return []int32{memberAvailable(t, "east", ns, "legacy"), memberAvailable(t, "west", ns, "legacy"), memberAvailable(t, "europe", ns, "legacy")}
+	}).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{1, 1, 1}))
+	before := podUIDs(t, ns, "legacy")
+
+	ensureNamespace(t, cp, ns)
+	createAll(t, g, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "adopt", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors:  []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "legacy"}},
+			ConflictResolution: policyv1alpha1.ConflictOverwrite,
+			Rollout: &policyv1alpha1.RolloutStrategy{StageFirstRevision: true, Waves: []policyv1alpha1.Wave{
+				{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
+			}},
+		},
+	}, live())
+	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase(ns, "legacy-deployment-r1", 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+	g.Expect(managedIn(t, ns, "legacy")).To(gomega.Equal([]string{"east"}))
+
+	out, err := flotilla("release", "abort", "deployment/legacy", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Eventually(func() []string { return managedIn(t, ns, "legacy") }).Should(gomega.BeEmpty())
+	g.Consistently(func() map[string][]string { return podUIDs(t, ns, "legacy") }).WithTimeout(3 * time.Second).Should(gomega.Equal(before))
+	for _, m := range members {
+		g.Expect(memberReplicas(t, m, ns, "legacy")).To(gomega.Equal(int32(1)), m)
+	}
+}
