@@ -15,6 +15,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 )
@@ -195,4 +196,48 @@ func bindingNow(ctx context.Context, ns, name string) *workv1alpha1.ResourceBind
 		return b
 	}
 	return &workv1alpha1.ResourceBinding{}
+}
+
+// A member lost in the middle of a release: its replicas move to the other clusters, and each
+// runs them at the revision its wave implies (east, released, the new image; west, not yet
+// reached, the stable one).
+func TestFailoverDuringReleaseKeepsEachClustersRevision(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "failover-release"
+	ensureNamespace(t, cp, ns)
+	t.Cleanup(func() { _ = fleet.StartMember(context.Background(), "europe") })
+	one := func(c string) policyv1alpha1.StaticClusterWeight {
+		return policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{c}}, Weight: 1}
+	}
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement: policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{
+				Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionWeighted,
+				WeightPreference: &policyv1alpha1.WeightPreference{StaticWeightList: []policyv1alpha1.StaticClusterWeight{one("east"), one("west"), one("europe")}},
+			}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
+			}},
+		},
+	}
+	web := webDeployment(ns, 9)
+	createAll(t, g, policy, web)
+	g.Eventually(func() int32 {
+		return memberAvailable(t, "east", ns, "web") + memberAvailable(t, "west", ns, "web") + memberAvailable(t, "europe", ns, "web")
+	}).Should(gomega.Equal(int32(9)))
+	setImage(t, g, web, "registry.example/web:2")
+	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase(ns, "web-deployment-r2", 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+
+	g.Expect(fleet.StopComponent("europe-apiserver")).To(gomega.Succeed())
+	g.Eventually(func() int32 { return memberAvailable(t, "east", ns, "web") + memberAvailable(t, "west", ns, "web") }).
+		WithTimeout(probePeriod*failureThreshold + probeTimeout + failoverGrace + 15*time.Second).Should(gomega.Equal(int32(9)))
+	g.Expect(memberReplicas(t, "east", ns, "web")).To(gomega.BeNumerically(">", 3))
+	g.Expect(memberReplicas(t, "west", ns, "web")).To(gomega.BeNumerically(">", 3))
+	g.Expect(memberImage(t, "east", ns, "web")).To(gomega.Equal("registry.example/web:2"))
+	g.Expect(memberImage(t, "west", ns, "web")).To(gomega.Equal("registry.example/web:1"))
+	g.Expect(wavePhase(ns, "web-deployment-r2", 0)).To(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+	g.Expect(fleet.StartMember(ctx, "europe")).To(gomega.Succeed())
 }
