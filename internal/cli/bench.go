@@ -110,6 +110,9 @@ func newBenchCommand(g *globals) *cobra.Command {
 			if failoverRounds < 1 {
 				return fmt.Errorf("--rounds %d: give at least 1", failoverRounds)
 			}
+			if grace <= 0 {
+				return fmt.Errorf("--grace-period %s: give a positive duration, for example 5s", grace)
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err

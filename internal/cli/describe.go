@@ -27,9 +27,9 @@ func newDescribeCommand(g *globals) *cobra.Command {
   %[1]s describe configmap/settings -n store`, invokedName()),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, name, ok := strings.Cut(args[0], "/")
-			if !ok || kind == "" || name == "" {
-				return fmt.Errorf("%q: write KIND/NAME, for example deployment/web", args[0])
+			kind, name, err := templateArg(args[0])
+			if err != nil {
+				return err
 			}
 			c, err := g.controlPlaneClient()
 			if err != nil {
@@ -44,6 +44,15 @@ func newDescribeCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
 	return cmd
+}
+
+// templateArg splits a KIND/NAME argument naming a template.
+func templateArg(arg string) (kind, name string, err error) {
+	kind, name, ok := strings.Cut(arg, "/")
+	if !ok || kind == "" || name == "" {
+		return "", "", fmt.Errorf("%q: write KIND/NAME of the template, for example deployment/web", arg)
+	}
+	return kind, name, nil
 }
 
 // findBinding finds the binding of template KIND/NAME; without a namespace, a cluster-scoped

@@ -35,6 +35,9 @@ customization (see: customizations list).`,
   %[1]s interpret -f my.yaml --operation Retain --desired wf.yaml --observed live-wf.yaml`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if replicas < 0 {
+				return fmt.Errorf("--replicas %d: give a cluster's share, 0 or more", replicas)
+			}
 			ric, err := loadCustomization(file)
 			if err != nil {
 				return err

@@ -83,3 +83,12 @@ func runCLI(args ...string) (string, error) {
 	err := cmd.Execute()
 	return out.String() + errOut.String(), err
 }
+
+func TestInterpretRejectsNegativeReplicas(t *testing.T) {
+	dir := filepath.Join("testdata", "interpret")
+	_, err := runCLI("interpret", "-f", filepath.Join(dir, "widget-customization.yaml"), "--operation", "ReviseReplica",
+		"--desired", filepath.Join(dir, "desired.yaml"), "--replicas", "-2")
+	if err == nil || !strings.Contains(err.Error(), "--replicas -2") {
+		t.Fatalf("error = %v, want it to name --replicas", err)
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -21,7 +20,6 @@ import (
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
@@ -34,25 +32,13 @@ type releaseTarget struct {
 }
 
 func findRelease(ctx context.Context, c client.Client, arg, namespace string) (*releaseTarget, error) {
-	kind, name, ok := strings.Cut(arg, "/")
-	if !ok || kind == "" || name == "" {
-		return nil, fmt.Errorf("%q: write KIND/NAME of the template, for example deployment/web", arg)
-	}
-	bindingName := detector.BindingName(kind, name)
-	ns := namespace
-	if ns == "" {
-		ns = "default"
-	}
-	var b workv1alpha1.Binding = &workv1alpha1.ResourceBinding{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: bindingName}, b)
-	if apierrors.IsNotFound(err) && namespace == "" {
-		b = &workv1alpha1.ClusterResourceBinding{}
-		if cerr := c.Get(ctx, client.ObjectKey{Name: bindingName}, b); cerr == nil {
-			err = nil
-		}
-	}
+	kind, name, err := templateArg(arg)
 	if err != nil {
-		return nil, fmt.Errorf("no binding for %s in namespace %s (is a propagation policy selecting it?): %w", arg, ns, err)
+		return nil, err
+	}
+	b, err := findBinding(ctx, c, kind, name, namespace)
+	if err != nil {
+		return nil, err
 	}
 	revs := b.BindingSpec().Revisions
 	if revs == nil {

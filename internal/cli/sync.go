@@ -116,9 +116,9 @@ func newSyncCommands(g *globals) []*cobra.Command {
 			Use: sw.use, Short: sw.short, Long: sw.long, Args: cobra.ExactArgs(1),
 			Example: fmt.Sprintf("  %s %s deployment/web -n shop --cluster east", invokedName(), strings.Fields(sw.use)[0]),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				kind, name, ok := strings.Cut(args[0], "/")
-				if !ok || kind == "" || name == "" {
-					return fmt.Errorf("%q: write KIND/NAME, for example deployment/web", args[0])
+				kind, name, err := templateArg(args[0])
+				if err != nil {
+					return err
 				}
 				c, err := g.controlPlaneClient()
 				if err != nil {

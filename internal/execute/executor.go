@@ -489,23 +489,37 @@ func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1a
 	if err != nil {
 		return err
 	}
-	others := &workv1alpha1.WorkList{}
-	if err := e.Client.List(ctx, others, client.InNamespace(w.Namespace)); err != nil {
+	objs, err := e.ownObjects(ctx, w)
+	if err != nil {
 		return err
 	}
-	for i := len(w.Spec.Manifests) - 1; i >= 0; i-- {
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(w.Spec.Manifests[i].Raw); err != nil {
-			continue
-		}
-		if i < len(w.Spec.Manifests)-1 && usedByAnotherWork(others.Items, w, obj) {
-			continue // a dependency another workload in this cluster still uses
-		}
-		if err := e.deleteManaged(ctx, cluster, member, obj); err != nil {
+	for i := len(objs) - 1; i >= 0; i-- { // the workload before its dependencies
+		if err := e.deleteManaged(ctx, cluster, member, objs[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ownObjects are the Work's manifests in order, without the dependencies another workload in
+// the same cluster still uses: those stay as they are when this Work goes.
+func (e *Executor) ownObjects(ctx context.Context, w *workv1alpha1.Work) ([]*unstructured.Unstructured, error) {
+	others := &workv1alpha1.WorkList{}
+	if err := e.Client.List(ctx, others, client.InNamespace(w.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for i, m := range w.Spec.Manifests {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.Raw); err != nil {
+			continue
+		}
+		if i < len(w.Spec.Manifests)-1 && usedByAnotherWork(others.Items, w, obj) {
+			continue
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }
 
 // releaseObjects hands a Work's member objects back to unmanaged: Flotilla's label,
@@ -516,18 +530,11 @@ func (e *Executor) releaseObjects(ctx context.Context, cluster string, w *workv1
 	if err != nil {
 		return err
 	}
-	others := &workv1alpha1.WorkList{}
-	if err := e.Client.List(ctx, others, client.InNamespace(w.Namespace)); err != nil {
+	objs, err := e.ownObjects(ctx, w)
+	if err != nil {
 		return err
 	}
-	for i, m := range w.Spec.Manifests {
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(m.Raw); err != nil {
-			continue
-		}
-		if i < len(w.Spec.Manifests)-1 && usedByAnotherWork(others.Items, w, obj) {
-			continue // a dependency another workload in this cluster still uses stays Flotilla's
-		}
+	for _, obj := range objs {
 		mapping, err := e.Members.RESTMapping(cluster, obj.GroupVersionKind())
 		if err != nil {
 			continue

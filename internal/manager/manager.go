@@ -70,6 +70,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Probe.Validate(); err != nil {
 		return err
 	}
+	if o.FailoverGracePeriod <= 0 {
+		return fmt.Errorf("--failover-grace-period %s: give a positive duration, for example 1m (how long a cluster may stay not Ready before its replicas move)", o.FailoverGracePeriod)
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second

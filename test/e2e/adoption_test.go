@@ -41,6 +41,31 @@ func podUIDs(t *testing.T, ns, app string) map[string][]string {
 	return out
 }
 
+// legacyDeployment is the workload that runs unmanaged in the members before adoption.
+func legacyDeployment(ns string, replicas int32) *appsv1.Deployment {
+	d := webDeployment(ns, replicas)
+	d.Name, d.Labels = "legacy", map[string]string{"app": "legacy"}
+	d.Spec.Selector.MatchLabels = map[string]string{"app": "legacy"}
+	d.Spec.Template.Labels = map[string]string{"app": "legacy"}
+	return d
+}
+
+// runUnmanaged creates the legacy Deployment directly in every member, as a pipeline before
+// Flotilla would have, waits until it is available and returns its pods' UIDs.
+func runUnmanaged(t *testing.T, g gomega.Gomega, ns string, replicas int32) map[string][]string {
+	t.Helper()
+	for _, m := range members {
+		c := memberClient(t, m)
+		ensureNamespace(t, c, ns)
+		g.Expect(c.Create(context.Background(), legacyDeployment(ns, replicas))).To(gomega.Succeed())
+		t.Cleanup(func() { _ = c.Delete(context.Background(), legacyDeployment(ns, replicas)) })
+	}
+	g.Eventually(func() []int32 {
+		return []int32{memberAvailable(t, "east", ns, "legacy"), memberAvailable(t, "west", ns, "legacy"), memberAvailable(t, "europe", ns, "legacy")}
+	}).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{replicas, replicas, replicas}))
+	return podUIDs(t, ns, "legacy")
+}
+
 // managedIn lists the members where the Deployment carries Flotilla's mark or field manager.
 func managedIn(t *testing.T, ns, name string) []string {
 	var out []string
@@ -68,23 +93,8 @@ func TestStagedAdoptionAndHandBack(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
 	ns := "adopt"
-	legacy := func() *appsv1.Deployment {
-		d := webDeployment(ns, 2)
-		d.Name, d.Labels = "legacy", map[string]string{"app": "legacy"}
-		d.Spec.Selector.MatchLabels = map[string]string{"app": "legacy"}
-		d.Spec.Template.Labels = map[string]string{"app": "legacy"}
-		return d
-	}
-	for _, m := range members {
-		c := memberClient(t, m)
-		ensureNamespace(t, c, ns)
-		g.Expect(c.Create(ctx, legacy())).To(gomega.Succeed())
-		t.Cleanup(func() { _ = c.Delete(context.Background(), legacy()) })
-	}
-	g.Eventually(func() []int32 {
-		return []int32{memberAvailable(t, "east", ns, "legacy"), memberAvailable(t, "west", ns, "legacy"), memberAvailable(t, "europe", ns, "legacy")}
-	}).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{2, 2, 2}))
-	before := podUIDs(t, ns, "legacy")
+	legacy := func() *appsv1.Deployment { return legacyDeployment(ns, 2) }
+	before := runUnmanaged(t, g, ns, 2)
 	for _, m := range members {
 		g.Expect(before[m]).To(gomega.HaveLen(2), m)
 	}
@@ -193,25 +203,9 @@ func dumpYAML(t *testing.T, obj any) {
 // objects and their pods stay exactly as they were, and clusters not reached were never touched.
 func TestStagedAdoptionAbortHandsBack(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := "adopt-abort"
-	live := func() *appsv1.Deployment {
-		d := webDeployment(ns, 1)
-		d.Name, d.Labels = "legacy", map[string]string{"app": "legacy"}
-		d.Spec.Selector.MatchLabels = map[string]string{"app": "legacy"}
-		d.Spec.Template.Labels = map[string]string{"app": "legacy"}
-		return d
-	}
-	for _, m := range members {
-		c := memberClient(t, m)
-		ensureNamespace(t, c, ns)
-		g.Expect(c.Create(ctx, live())).To(gomega.Succeed())
-		t.Cleanup(func() { _ = c.Delete(context.Background(), live()) })
-	}
-	g.Eventually(func() []int32 {
-		return []int32{memberAvailable(t, "east", ns, "legacy"), memberAvailable(t, "west", ns, "legacy"), memberAvailable(t, "europe", ns, "legacy")}
-	}).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{1, 1, 1}))
-	before := podUIDs(t, ns, "legacy")
+	live := func() *appsv1.Deployment { return legacyDeployment(ns, 1) }
+	before := runUnmanaged(t, g, ns, 1)
 
 	ensureNamespace(t, cp, ns)
 	createAll(t, g, &policyv1alpha1.PropagationPolicy{
