@@ -26,22 +26,29 @@ type probeFlags struct {
 	period    time.Duration
 	timeout   time.Duration
 	threshold int
+	discovery time.Duration
 }
 
 func (p *probeFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&p.period, "probe-period", 10*time.Second, "time between two health probes of a member")
 	cmd.Flags().DurationVar(&p.timeout, "probe-timeout", 5*time.Second, "bound of one health probe")
 	cmd.Flags().IntVar(&p.threshold, "failure-threshold", 3, "consecutive failed probes that make a member NotReady")
+	cmd.Flags().DurationVar(&p.discovery, "discovery-interval", clustercache.DefaultOptions().DiscoveryInterval,
+		"how often a member's served APIs are re-read even without a CRD or APIService change there (changes are read at once)")
+}
+
+func (p *probeFlags) options() clustercache.Options {
+	return clustercache.Options{ProbePeriod: p.period, ProbeTimeout: p.timeout, FailureThreshold: p.threshold, DiscoveryInterval: p.discovery}
 }
 
 func (p *probeFlags) validate() error {
-	return clustercache.Options{ProbePeriod: p.period, ProbeTimeout: p.timeout, FailureThreshold: p.threshold}.Validate()
+	return p.options().Validate()
 }
 
 func (p *probeFlags) args() []string {
 	return []string{
 		"--probe-period=" + p.period.String(), "--probe-timeout=" + p.timeout.String(),
-		fmt.Sprintf("--failure-threshold=%d", p.threshold),
+		fmt.Sprintf("--failure-threshold=%d", p.threshold), "--discovery-interval=" + p.discovery.String(),
 	}
 }
 

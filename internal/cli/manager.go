@@ -25,7 +25,9 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.Probe.ProbePeriod, o.Probe.ProbeTimeout, o.Probe.FailureThreshold = probe.period, probe.timeout, probe.threshold
+			qps, burst := o.Probe.MemberQPS, o.Probe.MemberBurst
+			o.Probe = probe.options()
+			o.Probe.MemberQPS, o.Probe.MemberBurst = qps, burst
 			if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 || o.Probe.MemberQPS <= 0 || o.Probe.MemberBurst < 1 {
 				return fmt.Errorf("--kube-api-qps, --kube-api-burst, --member-api-qps and --member-api-burst must be positive")
 			}

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -35,7 +37,9 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// FailureThreshold is how many consecutive failed probes make a member NotReady.
 	FailureThreshold int
-	// DiscoveryInterval is how often a Ready member's served APIs are re-read.
+	// DiscoveryInterval is how often a Ready member's served APIs are re-read regardless of
+	// change. A CRD or APIService change in the member triggers a read at once; this is the
+	// safety net for changes the watch cannot see (an aggregated API that starts serving).
 	DiscoveryInterval time.Duration
 	// MemberQPS and MemberBurst limit each member client; 0 means 500 and 1000.
 	MemberQPS   float32
@@ -46,7 +50,7 @@ type Options struct {
 
 // DefaultOptions are the production probe settings.
 func DefaultOptions() Options {
-	return Options{ProbePeriod: 10 * time.Second, ProbeTimeout: 5 * time.Second, FailureThreshold: 3, DiscoveryInterval: 30 * time.Second}
+	return Options{ProbePeriod: 10 * time.Second, ProbeTimeout: 5 * time.Second, FailureThreshold: 3, DiscoveryInterval: 5 * time.Minute}
 }
 
 // Validate names the option that is out of range.
@@ -58,6 +62,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--probe-timeout %s: must be greater than zero and at most --probe-period (%s)", o.ProbeTimeout, o.ProbePeriod)
 	case o.FailureThreshold < 1:
 		return fmt.Errorf("--failure-threshold %d: must be at least 1", o.FailureThreshold)
+	case o.DiscoveryInterval < 0 || (o.DiscoveryInterval > 0 && o.DiscoveryInterval < o.ProbePeriod):
+		return fmt.Errorf("--discovery-interval %s: must be at least --probe-period (%s), e.g. 5m", o.DiscoveryInterval, o.ProbePeriod)
 	}
 	return nil
 }
@@ -99,6 +105,10 @@ type member struct {
 	cancel      context.CancelFunc
 	factory     informers.SharedInformerFactory
 	objects     *objectWatches
+	// apiFactory watches the member's CRDs and APIServices; apisChanged carries their changes
+	// to the probe loop, which then reads discovery without waiting for DiscoveryInterval.
+	apiFactory  metadatainformer.SharedInformerFactory
+	apisChanged chan struct{}
 
 	mu     sync.RWMutex
 	health Health
@@ -137,6 +147,7 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 		fingerprint: fingerprint,
 		cancel:      cancel,
 		health:      Health{Readiness: ReadinessUnknown},
+		apisChanged: make(chan struct{}, 1),
 	}
 	m.factory = informers.NewSharedInformerFactoryWithOptions(cs, 0)
 	// Pods are stripped to what the summary needs: a member's pods can be many.
@@ -144,6 +155,7 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 	_ = m.factory.Core().V1().Nodes().Informer()
 	m.factory.Start(mctx.Done())
 	m.initObjectWatches()
+	m.watchServedAPIs(mctx)
 	c.members[name] = m
 	go c.probeLoop(mctx, m)
 	return nil
@@ -165,6 +177,9 @@ func (m *member) stop() {
 	m.factory.Shutdown()
 	close(m.objects.stop)
 	m.objects.factory.Shutdown()
+	if m.apiFactory != nil {
+		m.apiFactory.Shutdown()
+	}
 }
 
 // Get returns the connection to a member.
@@ -207,8 +222,20 @@ func (c *Cache) probeLoop(ctx context.Context, m *member) {
 	log := logf.FromContext(ctx).WithValues("cluster", m.Name)
 	ticker := c.opts.Clock.NewTicker(c.opts.ProbePeriod)
 	defer ticker.Stop()
+	// Why this probe reads discovery even when it is fresh: nothing, a watched API change,
+	// or the re-check after an API change the first read did not show yet.
+	const periodic, apiChange, apiRecheck = 0, 1, 2
+	reason := periodic
+	var recheck <-chan time.Time
 	for {
-		c.probe(ctx, m)
+		changed := c.probe(ctx, m, reason != periodic)
+		switch {
+		case reason == apiChange && !changed:
+			recheck = c.opts.Clock.After(apiChangeRecheck)
+		case reason != periodic || changed:
+			recheck = nil
+		}
+		reason = periodic
 		obj := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: m.Name}}
 		select {
 		case c.events <- event.GenericEvent{Object: obj}:
@@ -220,13 +247,28 @@ func (c *Cache) probeLoop(ctx context.Context, m *member) {
 			log.V(1).Info("Stopped probing member")
 			return
 		case <-ticker.C():
+		case <-recheck:
+			reason = apiRecheck
+		case <-m.apisChanged:
+			select {
+			case <-c.opts.Clock.After(apiChangeSettle):
+			case <-ctx.Done():
+				return
+			}
+			select { // changes during the settle time are covered by this read
+			case <-m.apisChanged:
+			default:
+			}
+			log.V(1).Info("Served APIs changed; reading discovery")
+			reason = apiChange
 		}
 	}
 }
 
 // probe checks /readyz within the probe timeout, then refreshes version, discovery and the
-// informer-fed summaries.
-func (c *Cache) probe(ctx context.Context, m *member) {
+// informer-fed summaries. rediscover reads discovery even when it is fresh; the result says
+// whether the served APIs changed.
+func (c *Cache) probe(ctx context.Context, m *member, rediscover bool) (apisChanged bool) {
 	start := c.opts.Clock.Now()
 	pctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
 	defer cancel()
@@ -244,7 +286,7 @@ func (c *Cache) probe(ctx context.Context, m *member) {
 		}
 	}
 	if ctx.Err() != nil {
-		return // disconnected while probing
+		return false // disconnected while probing
 	}
 	observeProbe(m.Name, c.opts.Clock.Since(start), err)
 
@@ -254,8 +296,9 @@ func (c *Cache) probe(ctx context.Context, m *member) {
 	next := nextHealth(prev, probeResult{at: c.opts.Clock.Now(), err: err}, c.opts.FailureThreshold)
 	if err == nil {
 		next.Version = version
-		if prev.Readiness != ReadinessReady || c.opts.Clock.Since(prev.LastDiscovery) >= c.opts.DiscoveryInterval {
+		if rediscover || prev.Readiness != ReadinessReady || c.opts.Clock.Since(prev.LastDiscovery) >= c.opts.DiscoveryInterval {
 			if apis, derr := readAPIEnablements(m.Clientset.Discovery()); derr == nil {
+				apisChanged = !apiequality.Semantic.DeepEqual(prev.APIEnablements, apis)
 				next.APIEnablements, next.LastDiscovery = apis, c.opts.Clock.Now()
 			} else {
 				logf.FromContext(ctx).V(1).Info("Discovery failed", "cluster", m.Name, "error", derr.Error())
@@ -270,6 +313,7 @@ func (c *Cache) probe(ctx context.Context, m *member) {
 	m.mu.Lock()
 	m.health = next
 	m.mu.Unlock()
+	return apisChanged
 }
 
 // readAPIEnablements lists what the member serves, sorted so status stays stable. Partial

@@ -10,8 +10,9 @@
 //
 // Health is a small state machine (see nextHealth): a member becomes not Ready only after
 // FailureThreshold consecutive failed probes, and Ready again on the first success. Discovery,
-// the costliest call, is refreshed on recovery and otherwise every DiscoveryInterval (30s by
-// default, so a CRD installed in a member becomes schedulable within about that).
+// the costliest call, is read on recovery, about a second after a CRD or APIService changes in
+// the member (a metadata-only watch), and otherwise every DiscoveryInterval (5m by default), so
+// a CRD installed in a member becomes schedulable within seconds.
 // Node and pod informers (pods stripped to what the resource summary needs) feed the node
 // count and the allocatable-versus-requested summary without listing on every probe.
 package clustercache

@@ -121,6 +121,9 @@ func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet) (*loc
 		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: []string{
 			"--probe-period=" + probePeriod.String(), "--probe-timeout=" + probeTimeout.String(),
 			fmt.Sprintf("--failure-threshold=%d", failureThreshold), "--failover-grace-period=" + failoverGrace.String(), "--zap-log-level=info",
+			// Far beyond any test's wait: a CRD installed in a member must become usable
+			// through the member's CRD watch, not through the periodic re-read.
+			"--discovery-interval=10m",
 		}},
 	})
 	if err != nil {

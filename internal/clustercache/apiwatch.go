@@ -1,0 +1,68 @@
+package clustercache
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// servedAPISources are the member objects whose changes change what the member serves:
+// CustomResourceDefinitions and aggregated APIServices. Only their metadata is watched, so a
+// member with hundreds of large CRD schemas costs a few kilobytes here.
+var servedAPISources = []schema.GroupVersionResource{
+	{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+	{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"},
+}
+
+const (
+	// apiChangeSettle lets a batch of CRDs (an operator's install) and the Established update
+	// that follows each one arrive before discovery is read once for all of them.
+	apiChangeSettle = time.Second
+	// apiChangeRecheck reads discovery once more when the first read saw no change: the
+	// member's discovery document can trail a CRD's Established condition by a moment.
+	apiChangeRecheck = 3 * time.Second
+)
+
+// watchServedAPIs signals m.apisChanged whenever a CRD or APIService is added, changed or
+// removed in the member after the initial list. A member that forbids listing them keeps
+// the periodic discovery; the informer's errors are logged by client-go and cost nothing else.
+func (m *member) watchServedAPIs(ctx context.Context) {
+	mc, err := metadata.NewForConfig(m.Config)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "Cannot watch served APIs; discovery stays periodic", "cluster", m.Name)
+		return
+	}
+	m.apiFactory = metadatainformer.NewSharedInformerFactory(mc, 0)
+	signal := func() {
+		select {
+		case m.apisChanged <- struct{}{}:
+		default: // a refresh is already pending
+		}
+	}
+	handler := cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				signal()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(*metav1.PartialObjectMetadata)
+			n, okNew := newObj.(*metav1.PartialObjectMetadata)
+			if okOld && okNew && o.ResourceVersion == n.ResourceVersion {
+				return // a resync, not a change
+			}
+			signal()
+		},
+		DeleteFunc: func(any) { signal() },
+	}
+	for _, gvr := range servedAPISources {
+		_, _ = m.apiFactory.ForResource(gvr).Informer().AddEventHandler(handler)
+	}
+	m.apiFactory.Start(ctx.Done())
+}
