@@ -57,10 +57,17 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "agent"}},
 		},
 	}
+	// The same division, tolerating the unreachable taint: it stays where it is.
+	tolerant := divided.DeepCopy()
+	tolerant.Name = "tolerant"
+	tolerant.Spec.ResourceSelectors[0].Name = "cache"
+	tolerant.Spec.Placement.ClusterTolerations = []policyv1alpha1.Toleration{{Key: failover.UnreachableTaintKey, Operator: "Exists"}}
 	web := webDeployment(ns, 9)
 	agent := webDeployment(ns, 1)
 	agent.Name = "agent"
-	createAll(t, g, divided, duplicated, web, agent)
+	cache := webDeployment(ns, 9)
+	cache.Name = "cache"
+	createAll(t, g, divided, duplicated, tolerant, web, agent, cache)
 	replicas := func() []int32 {
 		return []int32{memberReplicas(t, "east", ns, "web"), memberReplicas(t, "west", ns, "web"), memberReplicas(t, "europe", ns, "web")}
 	}
@@ -89,6 +96,8 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		return false
 	}).Should(gomega.BeTrue())
 	g.Expect(placedOn(ctx, ns, "agent-deployment")).To(gomega.HaveKey("europe"))
+	g.Expect(placedOn(ctx, ns, "cache-deployment")).To(gomega.Equal(map[string]int32{"east": 3, "west": 3, "europe": 3}),
+		"a policy tolerating the unreachable taint keeps its division")
 
 	returned := time.Now().Truncate(time.Second)
 	g.Expect(fleet.StartMember(ctx, "europe")).To(gomega.Succeed())
@@ -179,6 +188,68 @@ func TestApplicationFailoverMovesDegradedWorkload(t *testing.T) {
 		}
 		return false
 	}).Should(gomega.BeTrue())
+}
+
+// Purge modes of application failover. Immediately removes the Degraded copy at once, without
+// waiting for a replacement that here can never become available; Never keeps it (for the
+// operator to inspect) even once the replacement is available.
+func TestApplicationFailoverPurgeModes(t *testing.T) {
+	ctx := context.Background()
+	noPods := func(t *testing.T, g gomega.Gomega, cluster, ns string) {
+		c := memberClient(t, cluster)
+		ensureNamespace(t, c, ns)
+		createAllIn(t, g, c, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
+	}
+	start := func(t *testing.T, g gomega.Gomega, ns string, mode policyv1alpha1.PurgeMode) {
+		policy := &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+				Placement: policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
+					{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"west"}}},
+					{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
+				}},
+				Failover: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
+					TolerationSeconds: 2, PurgeMode: mode, GracePeriodSeconds: 120}},
+			},
+		}
+		web := webDeployment(ns, 2)
+		web.Spec.ProgressDeadlineSeconds = ptr.To(int32(5))
+		createAll(t, g, policy, web)
+		g.Eventually(func() []workv1alpha1.FailedCluster { return bindingNow(ctx, ns, "web-deployment").Spec.FailedClusters }).
+			Should(gomega.HaveLen(1))
+		g.Expect(bindingNow(ctx, ns, "web-deployment").Spec.FailedClusters[0].Cluster).To(gomega.Equal("west"))
+		g.Eventually(func() map[string]int32 { return placedOn(ctx, ns, "web-deployment") }).Should(gomega.Equal(map[string]int32{"east": 2}))
+	}
+
+	t.Run("Immediately", func(t *testing.T) {
+		g := newG(t)
+		ns := "purge-immediately"
+		ensureNamespace(t, cp, ns)
+		noPods(t, g, "west", ns)
+		noPods(t, g, "east", ns) // the replacement never becomes available
+		start(t, g, ns, policyv1alpha1.PurgeImmediately)
+		g.Eventually(func() int32 { return memberReplicas(t, "west", ns, "web") }).Should(gomega.Equal(int32(-1)), "west's copy is removed at once")
+		g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "web") }).Should(gomega.Equal(int32(2)))
+		g.Expect(memberAvailable(t, "east", ns, "web")).To(gomega.BeZero(), "it did not wait for the replacement")
+		g.Expect(bindingNow(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks).To(gomega.BeEmpty())
+	})
+
+	t.Run("Never", func(t *testing.T) {
+		g := newG(t)
+		ns := "purge-never"
+		ensureNamespace(t, cp, ns)
+		noPods(t, g, "west", ns)
+		start(t, g, ns, policyv1alpha1.PurgeNever)
+		g.Eventually(func() int32 { return memberAvailable(t, "east", ns, "web") }).Should(gomega.Equal(int32(2)))
+		tasks := bindingNow(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks
+		g.Expect(tasks).To(gomega.HaveLen(1))
+		g.Expect(tasks[0].Cluster).To(gomega.Equal("west"))
+		g.Expect(tasks[0].PurgeMode).To(gomega.Equal(workv1alpha1.PurgeNever))
+		g.Consistently(func() int32 { return memberReplicas(t, "west", ns, "web") }).WithTimeout(5*time.Second).
+			Should(gomega.Equal(int32(2)), "west's copy stays although the replacement is available")
+	})
 }
 
 func createAllIn(t *testing.T, g gomega.Gomega, c client.Client, objs ...client.Object) {
