@@ -48,6 +48,9 @@ func Load(ctx context.Context, r client.Reader, reg *interpret.Registry) error {
 		ric := &list.Items[i]
 		compiled, err := reg.Compile(ric)
 		if err != nil {
+			compiled = compileLastGood(reg, ric)
+		}
+		if compiled == nil {
 			gv, perr := schema.ParseGroupVersion(ric.Spec.Target.APIVersion)
 			if perr != nil {
 				continue
@@ -59,8 +62,24 @@ func Load(ctx context.Context, r client.Reader, reg *interpret.Registry) error {
 	return nil
 }
 
+// compileLastGood compiles the version status.activeSpec recorded as in force, or returns nil
+// when there is none or it does not compile (the pool's limits may have changed).
+func compileLastGood(reg *interpret.Registry, ric *configv1alpha1.ResourceInterpreterCustomization) *interpret.Customization {
+	if ric.Status.ActiveSpec == nil || ric.Status.ActiveGeneration == 0 {
+		return nil
+	}
+	prev := ric.DeepCopy()
+	prev.Generation, prev.Spec = ric.Status.ActiveGeneration, *ric.Status.ActiveSpec.DeepCopy()
+	compiled, err := reg.Compile(prev)
+	if err != nil {
+		return nil
+	}
+	return compiled
+}
+
 // Reconcile compiles one customization. A version that does not compile is Stalled and the
-// last version that compiled stays in force, as if admission had refused the edit.
+// last version that compiled stays in force, as if admission had refused the edit; status
+// records that version's spec, so it stays in force across restarts too.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ric := &configv1alpha1.ResourceInterpreterCustomization{}
 	if err := c.Client.Get(ctx, req.NamespacedName, ric); err != nil {
@@ -81,6 +100,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		msg := Describe(err)
 		active, inForce := c.Registry.Active(ric.Name)
 		inForce = inForce && active.Generation != ric.Generation && !active.IsBroken()
+		if !inForce { // a restarted controller: the version in force is recorded in status
+			if prev := compileLastGood(c.Registry, ric); prev != nil {
+				c.Registry.Put(prev)
+				active, inForce = prev, true
+			}
+		}
 		ready := metav1.Condition{Type: configv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonCompileFailed,
 			Message: "no version of this customization compiles; objects of the kind fail interpretation until it is fixed"}
 		if !inForce {
@@ -107,7 +132,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ready.Message = fmt.Sprintf("customization %s also targets %s %s and wins (names sort first); delete one of them", winner, ric.Spec.Target.APIVersion, ric.Spec.Target.Kind)
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, configv1alpha1.ReasonConflict, ready.Message
 	} else {
-		status.ActiveGeneration = ric.Generation
+		status.ActiveGeneration, status.ActiveSpec = ric.Generation, ric.Spec.DeepCopy()
 	}
 	setConditions(status, ric.Generation, ready, stalled)
 	return ctrl.Result{}, c.patchStatus(ctx, ric, status)

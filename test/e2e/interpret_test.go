@@ -342,6 +342,30 @@ func TestBadScriptsFailOnlyTheirCall(t *testing.T) {
 		gomega.ContainSubstring("Lua line 4")))
 	g.Consistently(interpreted).WithTimeout(2 * time.Second).Should(gomega.ContainSubstring("InterpretHealth must return true, false"))
 
+	// A restarted controller-manager puts the same previous version back in force from the
+	// customization's status: a Gizmo changed after the restart is interpreted by it.
+	g.Expect(fleet.StopManager()).To(gomega.Succeed())
+	g.Expect(fleet.StartManager(ctx)).To(gomega.Succeed())
+	g.Eventually(func() error {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(gizmo.GroupVersionKind())
+		if err := cp.Get(ctx, client.ObjectKeyFromObject(gizmo), cur); err != nil {
+			return err
+		}
+		cur.Object["spec"] = map[string]any{"size": int64(2)}
+		return cp.Update(ctx, cur)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() any {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(gizmo.GroupVersionKind())
+		if err := memberClient(t, "east").Get(ctx, client.ObjectKeyFromObject(gizmo), got); err != nil {
+			return nil
+		}
+		return got.Object["spec"]
+	}).Should(gomega.Equal(map[string]any{"size": int64(2)}))
+	g.Consistently(interpreted).WithTimeout(2*time.Second).Should(gomega.ContainSubstring("InterpretHealth must return true, false"),
+		"after a restart the previous version, not a failure to compile, interprets the Gizmo")
+
 	// Fixing the script clears the binding's error.
 	g.Eventually(func() error {
 		cur := &configv1alpha1.ResourceInterpreterCustomization{}

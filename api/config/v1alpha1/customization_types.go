@@ -112,6 +112,10 @@ type ResourceInterpreterCustomizationStatus struct {
 	// generation while a newer version is Stalled.
 	// +optional
 	ActiveGeneration int64 `json:"activeGeneration,omitempty"`
+	// ActiveSpec is the spec of activeGeneration. A restarted controller puts it back in
+	// force while the current generation does not compile, instead of failing the kind.
+	// +optional
+	ActiveSpec *ResourceInterpreterCustomizationSpec `json:"activeSpec,omitempty"`
 }
 
 // +kubebuilder:object:root=true
