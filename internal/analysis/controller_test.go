@@ -21,6 +21,7 @@ import (
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/eventstest"
 )
 
 // harness reconciles one run with a clock the test moves.
@@ -63,17 +64,7 @@ func (h *harness) get() *rolloutv1alpha1.AnalysisRun {
 	return run
 }
 
-func (h *harness) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (h *harness) events() []string { return eventstest.Drain(h.recorder) }
 
 func newRun(metrics ...rolloutv1alpha1.Metric) *rolloutv1alpha1.AnalysisRun {
 	run := &rolloutv1alpha1.AnalysisRun{Spec: rolloutv1alpha1.AnalysisRunSpec{Metrics: metrics}}

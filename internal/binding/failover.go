@@ -125,6 +125,9 @@ func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding, works
 	if app := c.applicationFailover(ctx, bs); app != nil && !spreadDamage && len(failed) < placed {
 		toleration := time.Duration(app.TolerationSeconds) * time.Second
 		for _, cs := range b.BindingStatus().Clusters {
+			if len(failed) >= placed {
+				break // the limit holds within one pass too
+			}
 			if cs.DegradedSince == nil || cs.Suspended || excluded(failed, cs.Cluster) {
 				continue
 			}

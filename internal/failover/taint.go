@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -86,7 +85,7 @@ func (c *TaintController) setTaint(ctx context.Context, cl *clusterv1alpha1.Clus
 	patch := client.MergeFromWithOptions(cl.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	kept := cl.Spec.Taints[:0:0]
 	for _, t := range cl.Spec.Taints {
-		if t.Key != UnreachableTaintKey {
+		if t.Key != UnreachableTaintKey || t.Effect != clusterv1alpha1.TaintEffectNoExecute { // only ours
 			kept = append(kept, t)
 		}
 	}
@@ -96,15 +95,12 @@ func (c *TaintController) setTaint(ctx context.Context, cl *clusterv1alpha1.Clus
 	}
 	cl.Spec.Taints = kept
 	if err := c.Client.Patch(ctx, cl, patch); err != nil {
-		if apierrors.IsConflict(err) {
-			return err // retried with the fresh object
-		}
-		return err
+		return err // a conflict is retried with the fresh object
 	}
-	reason := "Untainted"
+	kind, reason := corev1.EventTypeNormal, "Untainted"
 	if on {
-		reason = "TaintedUnreachable"
+		kind, reason = corev1.EventTypeWarning, "TaintedUnreachable"
 	}
-	c.Recorder.Eventf(cl, nil, corev1.EventTypeWarning, reason, "Failover", "%s", why)
+	c.Recorder.Eventf(cl, nil, kind, reason, "Failover", "%s", why)
 	return nil
 }
