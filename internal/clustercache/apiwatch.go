@@ -27,6 +27,10 @@ const (
 	// apiChangeRecheck reads discovery once more when the first read saw no change: the
 	// member's discovery document can trail a CRD's Established condition by a moment.
 	apiChangeRecheck = 3 * time.Second
+	// apiChangeMinGap bounds the reads a member whose CRDs change all the time can cause.
+	apiChangeMinGap = 5 * time.Second
+	// unwatchedDiscoveryInterval is the periodic re-read while the watch has not listed yet.
+	unwatchedDiscoveryInterval = 30 * time.Second
 )
 
 // watchServedAPIs signals m.apisChanged whenever a CRD or APIService is added, changed or
@@ -61,8 +65,20 @@ func (m *member) watchServedAPIs(ctx context.Context) {
 		},
 		DeleteFunc: func(any) { signal() },
 	}
+	synced := make([]cache.InformerSynced, 0, len(servedAPISources))
 	for _, gvr := range servedAPISources {
-		_, _ = m.apiFactory.ForResource(gvr).Informer().AddEventHandler(handler)
+		inf := m.apiFactory.ForResource(gvr).Informer()
+		_, _ = inf.AddEventHandler(handler)
+		synced = append(synced, inf.HasSynced)
 	}
 	m.apiFactory.Start(ctx.Done())
+	go func() {
+		// Until the first lists arrive (a member unreachable at connect time, or credentials
+		// that may not list CRDs), changes are unseen: discovery keeps the short interval.
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+			return
+		}
+		m.apisWatched.Store(true)
+		signal() // changes between the last discovery read and the first list
+	}()
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--probe-timeout %s: must be greater than zero and at most --probe-period (%s)", o.ProbeTimeout, o.ProbePeriod)
 	case o.FailureThreshold < 1:
 		return fmt.Errorf("--failure-threshold %d: must be at least 1", o.FailureThreshold)
-	case o.DiscoveryInterval < 0 || (o.DiscoveryInterval > 0 && o.DiscoveryInterval < o.ProbePeriod):
+	case o.DiscoveryInterval < o.ProbePeriod:
 		return fmt.Errorf("--discovery-interval %s: must be at least --probe-period (%s), e.g. 5m", o.DiscoveryInterval, o.ProbePeriod)
 	}
 	return nil
@@ -109,6 +110,7 @@ type member struct {
 	// to the probe loop, which then reads discovery without waiting for DiscoveryInterval.
 	apiFactory  metadatainformer.SharedInformerFactory
 	apisChanged chan struct{}
+	apisWatched atomic.Bool // the watch listed once, so it sees every later change
 
 	mu     sync.RWMutex
 	health Health
@@ -227,6 +229,7 @@ func (c *Cache) probeLoop(ctx context.Context, m *member) {
 	const periodic, apiChange, apiRecheck = 0, 1, 2
 	reason := periodic
 	var recheck <-chan time.Time
+	var lastChangeRead time.Time
 	for {
 		changed := c.probe(ctx, m, reason != periodic)
 		switch {
@@ -250,11 +253,13 @@ func (c *Cache) probeLoop(ctx context.Context, m *member) {
 		case <-recheck:
 			reason = apiRecheck
 		case <-m.apisChanged:
+			wait := max(apiChangeSettle, apiChangeMinGap-c.opts.Clock.Since(lastChangeRead))
 			select {
-			case <-c.opts.Clock.After(apiChangeSettle):
+			case <-c.opts.Clock.After(wait):
 			case <-ctx.Done():
 				return
 			}
+			lastChangeRead = c.opts.Clock.Now()
 			select { // changes during the settle time are covered by this read
 			case <-m.apisChanged:
 			default:
@@ -296,7 +301,11 @@ func (c *Cache) probe(ctx context.Context, m *member, rediscover bool) (apisChan
 	next := nextHealth(prev, probeResult{at: c.opts.Clock.Now(), err: err}, c.opts.FailureThreshold)
 	if err == nil {
 		next.Version = version
-		if rediscover || prev.Readiness != ReadinessReady || c.opts.Clock.Since(prev.LastDiscovery) >= c.opts.DiscoveryInterval {
+		interval := c.opts.DiscoveryInterval
+		if !m.apisWatched.Load() {
+			interval = min(interval, unwatchedDiscoveryInterval)
+		}
+		if rediscover || prev.Readiness != ReadinessReady || c.opts.Clock.Since(prev.LastDiscovery) >= interval {
 			if apis, derr := readAPIEnablements(m.Clientset.Discovery()); derr == nil {
 				apisChanged = !apiequality.Semantic.DeepEqual(prev.APIEnablements, apis)
 				next.APIEnablements, next.LastDiscovery = apis, c.opts.Clock.Now()

@@ -11,8 +11,9 @@
 // Health is a small state machine (see nextHealth): a member becomes not Ready only after
 // FailureThreshold consecutive failed probes, and Ready again on the first success. Discovery,
 // the costliest call, is read on recovery, about a second after a CRD or APIService changes in
-// the member (a metadata-only watch), and otherwise every DiscoveryInterval (5m by default), so
-// a CRD installed in a member becomes schedulable within seconds.
+// the member (a metadata-only watch; at most one such read per 5 s), and otherwise every
+// DiscoveryInterval (5m by default; 30 s while the watch has not listed, e.g. credentials that
+// may not list CRDs), so a CRD installed in a member becomes schedulable within seconds.
 // Node and pod informers (pods stripped to what the resource summary needs) feed the node
 // count and the allocatable-versus-requested summary without listing on every probe.
 package clustercache

@@ -57,7 +57,7 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		{func(o *Options) { o.ProbeTimeout = time.Minute }, "--probe-timeout 1m0s: must be greater than zero and at most --probe-period (10s)"},
 		{func(o *Options) { o.FailureThreshold = 0 }, "--failure-threshold 0: must be at least 1"},
 		{func(o *Options) { o.DiscoveryInterval = time.Second }, "--discovery-interval 1s: must be at least --probe-period (10s)"},
-		{func(o *Options) { o.DiscoveryInterval = -time.Minute }, "--discovery-interval -1m0s"},
+		{func(o *Options) { o.DiscoveryInterval = 0 }, "--discovery-interval 0s: must be at least --probe-period (10s)"},
 	}
 	for _, tt := range tests {
 		o := DefaultOptions()
