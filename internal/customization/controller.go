@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
@@ -29,7 +31,28 @@ type Controller struct {
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("customization").
 		For(&configv1alpha1.ResourceInterpreterCustomization{}).
+		// When one customization of a kind changes or goes, the others of that kind may win
+		// or lose it: their conditions are recomputed.
+		Watches(&configv1alpha1.ResourceInterpreterCustomization{}, handler.EnqueueRequestsFromMapFunc(c.sameTarget)).
 		Complete(c)
+}
+
+func (c *Controller) sameTarget(ctx context.Context, obj client.Object) []reconcile.Request {
+	changed, ok := obj.(*configv1alpha1.ResourceInterpreterCustomization)
+	if !ok {
+		return nil
+	}
+	list := &configv1alpha1.ResourceInterpreterCustomizationList{}
+	if err := c.Client.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, ric := range list.Items {
+		if ric.Name != changed.Name && ric.Spec.Target == changed.Spec.Target {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ric)})
+		}
+	}
+	return out
 }
 
 // Load compiles and puts in force every customization that compiles, before the controllers
@@ -60,6 +83,23 @@ func Load(ctx context.Context, r client.Reader, reg *interpret.Registry) error {
 		reg.Put(compiled)
 	}
 	return nil
+}
+
+// maxRecordedSpecBytes keeps the object with its recorded copy well under etcd's 1.5 MiB.
+const maxRecordedSpecBytes = 512 * 1024
+
+// recordable is a copy of the spec for status.activeSpec, or nil when it is too large.
+func recordable(spec *configv1alpha1.ResourceInterpreterCustomizationSpec) *configv1alpha1.ResourceInterpreterCustomizationSpec {
+	size := 0
+	for _, op := range interpret.Operations {
+		if src := op.Script(&spec.Customizations); src != nil {
+			size += len(src.LuaScript)
+		}
+	}
+	if size > maxRecordedSpecBytes {
+		return nil
+	}
+	return spec.DeepCopy()
 }
 
 // compileLastGood compiles the version status.activeSpec recorded as in force, or returns nil
@@ -127,15 +167,31 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stalled := metav1.Condition{Type: configv1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonCompiled, Message: "every script compiled"}
 	ready := metav1.Condition{Type: configv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonCompiled,
 		Message: fmt.Sprintf("in force for %s %s", ric.Spec.Target.APIVersion, ric.Spec.Target.Kind)}
-	if winner := c.Registry.Put(compiled); winner != "" {
+	winner := c.Registry.Put(compiled)
+	if winner != "" && c.gone(ctx, winner) { // its own reconcile has not removed it yet
+		c.Registry.Remove(winner)
+		winner = c.Registry.Put(compiled)
+	}
+	if winner != "" {
 		ready.Status, ready.Reason = metav1.ConditionFalse, configv1alpha1.ReasonConflict
 		ready.Message = fmt.Sprintf("customization %s also targets %s %s and wins (names sort first); delete one of them", winner, ric.Spec.Target.APIVersion, ric.Spec.Target.Kind)
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, configv1alpha1.ReasonConflict, ready.Message
-	} else {
-		status.ActiveGeneration, status.ActiveSpec = ric.Generation, ric.Spec.DeepCopy()
+	}
+	// Recorded win or lose: a loser takes over its kind when the winner goes, and a restarted
+	// controller must then restore this version, not an older one.
+	status.ActiveGeneration, status.ActiveSpec = ric.Generation, recordable(&ric.Spec)
+	if status.ActiveSpec == nil {
+		ready.Message += fmt.Sprintf("; the scripts are over %d KiB, too large to record in status, so after a restart a broken edit fails the kind instead of keeping this version", maxRecordedSpecBytes/1024)
 	}
 	setConditions(status, ric.Generation, ready, stalled)
 	return ctrl.Result{}, c.patchStatus(ctx, ric, status)
+}
+
+// gone reports a customization deleted or being deleted.
+func (c *Controller) gone(ctx context.Context, name string) bool {
+	ric := &configv1alpha1.ResourceInterpreterCustomization{}
+	err := c.Client.Get(ctx, client.ObjectKey{Name: name}, ric)
+	return apierrors.IsNotFound(err) || (err == nil && !ric.DeletionTimestamp.IsZero())
 }
 
 // Describe words a compile error for a condition: operation, field and Lua line first.

@@ -2,6 +2,7 @@ package customization
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -123,5 +124,73 @@ func TestReconcileRecordsTheVersionInForceForTheNextController(t *testing.T) {
 	}
 	if h, err := gizmoHealth(t, restarted); err != nil || h != workv1alpha1.HealthDegraded {
 		t.Fatalf("the restored script must interpret health: got %q, %v", h, err)
+	}
+}
+
+// Two customizations of one kind: the loser still records what it would put in force, and it
+// takes the kind over as soon as the winner is gone, even before the winner's own reconcile
+// removed it from the registry.
+func TestLoserRecordsItsVersionAndTakesOverWhenTheWinnerGoes(t *testing.T) {
+	ctx := context.Background()
+	winner := &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: "a-gizmo", Generation: 1},
+		Spec: healthSpec("function InterpretHealth(obj)\n  return 'Healthy'\nend")}
+	loser := &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: "b-gizmo", Generation: 4}, Spec: healthSpec(degradedScript)}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(winner, loser).WithStatusSubresource(winner, loser).Build()
+	reg := interpret.NewRegistry(luavm.DefaultLimits())
+	r := &Controller{Client: c, Registry: reg, Recorder: events.NewFakeRecorder(10)}
+	reconcileAndGet := func(name string) *configv1alpha1.ResourceInterpreterCustomization {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		got := &configv1alpha1.ResourceInterpreterCustomization{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	reconcileAndGet("a-gizmo")
+	got := reconcileAndGet("b-gizmo")
+	if ready := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ConditionReady); ready == nil || ready.Reason != configv1alpha1.ReasonConflict {
+		t.Fatalf("b-gizmo must lose the kind, got %+v", ready)
+	}
+	if got.Status.ActiveGeneration != 4 || got.Status.ActiveSpec == nil {
+		t.Fatalf("the loser must record generation 4, got %d (spec %v)", got.Status.ActiveGeneration, got.Status.ActiveSpec)
+	}
+	if h, _ := gizmoHealth(t, reg); h != workv1alpha1.HealthHealthy {
+		t.Fatalf("the winner interprets the kind while it exists, got %q", h)
+	}
+
+	if err := c.Delete(ctx, winner); err != nil {
+		t.Fatal(err)
+	}
+	got = reconcileAndGet("b-gizmo")
+	if ready := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Fatalf("b-gizmo must win the kind once a-gizmo is gone, got %+v", ready)
+	}
+	if h, _ := gizmoHealth(t, reg); h != workv1alpha1.HealthDegraded {
+		t.Fatalf("b-gizmo's script must interpret the kind now, got %q", h)
+	}
+}
+
+// The recorded copy doubles the object: scripts too large for that are not recorded, and the
+// condition says what that means.
+func TestOversizedScriptsAreNotRecorded(t *testing.T) {
+	big := "function InterpretHealth(obj)\n  return 'Healthy'\nend\n-- " + strings.Repeat("x", maxRecordedSpecBytes) + "\n"
+	ric := &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: "gizmo", Generation: 1}, Spec: healthSpec(big)}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(ric).WithStatusSubresource(ric).Build()
+	r := &Controller{Client: c, Registry: interpret.NewRegistry(luavm.DefaultLimits()), Recorder: events.NewFakeRecorder(10)}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "gizmo"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &configv1alpha1.ResourceInterpreterCustomization{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "gizmo"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ActiveSpec != nil {
+		t.Fatal("an oversized spec must not be copied into status")
+	}
+	if ready := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ConditionReady); ready == nil || !strings.Contains(ready.Message, "too large to record") {
+		t.Fatalf("the Ready message must say the version is not recorded, got %+v", ready)
 	}
 }
