@@ -15,6 +15,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/failover"
 )
 
 // clusterState adds what the cluster itself says to a cluster's status: lost when it is not
@@ -184,15 +185,7 @@ func (c *Controller) clusterBack(ctx context.Context, name string) bool {
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
 		return false
 	}
-	if !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
-		return false
-	}
-	for _, t := range cl.Spec.Taints {
-		if t.Key == "cluster.flotilla.dev/unreachable" {
-			return false
-		}
-	}
-	return true
+	return meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) && !failover.Unreachable(cl)
 }
 
 func excluded(failed []workv1alpha1.FailedCluster, cluster string) bool {

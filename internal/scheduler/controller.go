@@ -445,7 +445,7 @@ func toleratesUnreachable(tols []policyv1alpha1.Toleration) bool {
 func withoutUnreachable(taints []clusterv1alpha1.Taint) []clusterv1alpha1.Taint {
 	out := make([]clusterv1alpha1.Taint, 0, len(taints))
 	for _, t := range taints {
-		if t.Key != failover.UnreachableTaintKey {
+		if t.Key != failover.UnreachableTaintKey || t.Effect != clusterv1alpha1.TaintEffectNoExecute {
 			out = append(out, t)
 		}
 	}
