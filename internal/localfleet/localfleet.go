@@ -632,7 +632,9 @@ func (f *LocalFleet) startCluster(ctx context.Context, cluster string) error {
 		"--kubeconfig="+kubeconfig, "--config="+filepath.Join(f.opts.StateDir, "kwok-stages.yaml"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		fmt.Sprintf("--node-ip=10.0.%d.1", index), fmt.Sprintf("--cidr=10.%d.0.0/16", 100+index),
-		"--node-lease-duration-seconds=40"); err != nil {
+		// A restarted kwok has a new identity and manages a node's pods only once the old
+		// holder's lease expired: a short lease brings a restarted member's pods back quickly.
+		"--node-lease-duration-seconds=10"); err != nil {
 		return err
 	}
 	m, _ := f.state.Fleet.Member(cluster)
