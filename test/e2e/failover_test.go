@@ -72,7 +72,11 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		return []int32{memberReplicas(t, "east", ns, "web"), memberReplicas(t, "west", ns, "web"), memberReplicas(t, "europe", ns, "web")}
 	}
 	g.Eventually(replicas).Should(gomega.Equal([]int32{3, 3, 3}))
-	g.Eventually(func() int32 { return memberAvailable(t, "europe", ns, "web") }).Should(gomega.Equal(int32(3)))
+	// Every member runs its share first: a member an earlier test restarted can take a while
+	// to have its pods available again, which is not what this test measures.
+	for _, cluster := range []string{"east", "west", "europe"} {
+		g.Eventually(func() int32 { return memberAvailable(t, cluster, ns, "web") }).Should(gomega.Equal(int32(3)), cluster)
+	}
 	g.Eventually(func() int32 { return memberReplicas(t, "europe", ns, "agent") }).Should(gomega.Equal(int32(1)))
 
 	g.Expect(fleet.StopComponent("europe-apiserver")).To(gomega.Succeed())
@@ -96,8 +100,8 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		return false
 	}).Should(gomega.BeTrue())
 	g.Expect(placedOn(ctx, ns, "agent-deployment")).To(gomega.HaveKey("europe"))
-	g.Expect(placedOn(ctx, ns, "cache-deployment")).To(gomega.Equal(map[string]int32{"east": 3, "west": 3, "europe": 3}),
-		"a policy tolerating the unreachable taint keeps its division")
+	g.Consistently(func() map[string]int32 { return placedOn(ctx, ns, "cache-deployment") }).WithTimeout(3*time.Second).
+		Should(gomega.Equal(map[string]int32{"east": 3, "west": 3, "europe": 3}), "a policy tolerating the unreachable taint keeps its division")
 
 	returned := time.Now().Truncate(time.Second)
 	g.Expect(fleet.StartMember(ctx, "europe")).To(gomega.Succeed())

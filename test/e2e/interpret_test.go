@@ -363,7 +363,14 @@ func TestBadScriptsFailOnlyTheirCall(t *testing.T) {
 		}
 		return got.Object["spec"]
 	}).Should(gomega.Equal(map[string]any{"size": int64(2)}))
-	g.Consistently(interpreted).WithTimeout(2*time.Second).Should(gomega.ContainSubstring("InterpretHealth must return true, false"),
+	// The binding's condition at its new generation is the restarted controller's reading.
+	g.Eventually(func() string {
+		b := bindingNow(ctx, ns, "g1-gizmo")
+		if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionInterpreted); c != nil && c.ObservedGeneration == b.Generation {
+			return c.Message
+		}
+		return ""
+	}).Should(gomega.ContainSubstring("InterpretHealth must return true, false"),
 		"after a restart the previous version, not a failure to compile, interprets the Gizmo")
 
 	// Fixing the script clears the binding's error.

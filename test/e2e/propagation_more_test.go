@@ -271,5 +271,5 @@ func TestCRDInstalledLaterPropagates(t *testing.T) {
 			return nil
 		}
 		return got.Object["spec"]
-	}).WithTimeout(30*time.Second).Should(gomega.Equal(map[string]any{"teeth": int64(12)}), "the CRD became usable through europe's CRD watch, long before --discovery-interval")
+	}).WithTimeout(time.Minute).Should(gomega.Equal(map[string]any{"teeth": int64(12)}), "the CRD became usable through europe's CRD watch, long before --discovery-interval")
 }

@@ -238,6 +238,7 @@ func TestFailingAnalysisRollsBack(t *testing.T) {
 	g.Eventually(func() string { return memberImage(t, "east", ns, "web") }).Should(gomega.Equal("registry.example/web:1"), "east is back on stable")
 	g.Expect(memberGeneration(t, "east", ns, "web")).To(gomega.BeNumerically(">=", memberGeneration(t, "west", ns, "web")+2),
 		"east changed to the new revision and back; west never changed")
+	g.Expect(memberGeneration(t, "europe", ns, "web")).To(gomega.Equal(memberGeneration(t, "west", ns, "web")), "europe never changed either")
 	r := getRelease(ns, rel)
 	g.Expect(r.Status.Message).To(gomega.ContainSubstring("analysis"))
 	g.Expect(r.Status.UpdatedClusters).To(gomega.Equal([]string{"east"}))
