@@ -105,6 +105,36 @@ Without --cluster every cluster the template is placed on is handed back.`,
 			return "handed back to unmanaged in " + strings.Join(clusters, ", "), nil
 		},
 	},
+	{
+		use:   "manage KIND/NAME",
+		short: "Take a template's unmanaged clusters (all, or --cluster ones) back under Flotilla: the inverse of unmanage",
+		long: `Places the template again in clusters it was handed back in. The objects there carry no
+Flotilla marks any more: with the policy's conflictResolution Overwrite they are adopted in
+place (no pod restart while the spec matches); with Abort the Work reports the conflict and
+nothing is overwritten. Without --cluster every unmanaged cluster is taken back.`,
+		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) (string, error) {
+			if len(s.UnmanagedClusters) == 0 {
+				return "", fmt.Errorf("no cluster is unmanaged; there is nothing to take back")
+			}
+			for _, c := range clusters {
+				if !slices.Contains(s.UnmanagedClusters, c) {
+					return "", fmt.Errorf("--cluster %s: the template is not unmanaged there (unmanaged in: %s)", c, strings.Join(s.UnmanagedClusters, ", "))
+				}
+			}
+			if len(clusters) == 0 {
+				clusters = slices.Clone(s.UnmanagedClusters)
+			}
+			s.UnmanagedClusters = slices.DeleteFunc(s.UnmanagedClusters, func(c string) bool { return slices.Contains(clusters, c) })
+			if len(s.UnmanagedClusters) == 0 {
+				s.UnmanagedClusters = nil
+			}
+			msg := "managed again in " + strings.Join(clusters, ", ")
+			if s.ConflictResolution != "Overwrite" {
+				msg += "; the policy's conflictResolution is Abort, so objects still there are reported as conflicts, not taken over (set conflictResolution: Overwrite to adopt them)"
+			}
+			return msg, nil
+		},
+	},
 }
 
 func newSyncCommands(g *globals) []*cobra.Command {

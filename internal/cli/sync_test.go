@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,5 +45,35 @@ func TestSyncSwitchesRejectNonsense(t *testing.T) {
 	}
 	if _, err := switchNamed(t, "suspend").apply(s, []string{"west"}); err != nil || s.Suspended("east") || !s.Suspended("west") {
 		t.Errorf("suspend west: %v %+v", err, s.Suspend)
+	}
+}
+
+// manage is unmanage's inverse: it takes back only clusters that are unmanaged, all of them
+// without --cluster, and warns when the policy would not take the objects over.
+func TestManageTakesBackUnmanagedClusters(t *testing.T) {
+	manage := switchNamed(t, "manage")
+	none := &workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "east"}}}
+	if _, err := manage.apply(none, nil); err == nil || !strings.Contains(err.Error(), "no cluster is unmanaged") {
+		t.Errorf("manage with nothing unmanaged: error = %v", err)
+	}
+	spec := func() *workv1alpha1.ResourceBindingSpec {
+		return &workv1alpha1.ResourceBindingSpec{ConflictResolution: "Overwrite", UnmanagedClusters: []string{"east", "west"}}
+	}
+	s := spec()
+	if _, err := manage.apply(s, []string{"europe"}); err == nil || !strings.Contains(err.Error(), "--cluster europe: the template is not unmanaged there (unmanaged in: east, west)") {
+		t.Errorf("manage --cluster europe: error = %v", err)
+	}
+	if len(s.UnmanagedClusters) != 2 {
+		t.Errorf("bad input changed the spec: %v", s.UnmanagedClusters)
+	}
+	msg, err := manage.apply(s, []string{"west"})
+	if err != nil || msg != "managed again in west" || !slices.Equal(s.UnmanagedClusters, []string{"east"}) {
+		t.Errorf("manage --cluster west: %q, %v, unmanaged %v", msg, err, s.UnmanagedClusters)
+	}
+	s = spec()
+	s.ConflictResolution = ""
+	msg, err = manage.apply(s, nil)
+	if err != nil || s.UnmanagedClusters != nil || !strings.HasPrefix(msg, "managed again in east, west; the policy's conflictResolution is Abort") {
+		t.Errorf("manage all under Abort: %q, %v, unmanaged %v", msg, err, s.UnmanagedClusters)
 	}
 }

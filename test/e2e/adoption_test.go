@@ -182,6 +182,15 @@ func TestStagedAdoptionAndHandBack(t *testing.T) {
 	out, err = flotilla("describe", "deployment/legacy", "-n", ns)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.ContainSubstring("unmanaged"))
+	// manage takes east back in place (Overwrite), the pods untouched; unmanage lets it go again.
+	out, err = flotilla("manage", "deployment/legacy", "-n", ns, "--cluster", "east")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("managed again in east"))
+	g.Eventually(func() []string { return managedIn(t, ns, "legacy") }).Should(gomega.Equal([]string{"east"}))
+	g.Consistently(func() map[string][]string { return podUIDs(t, ns, "legacy") }).WithTimeout(2 * time.Second).Should(gomega.Equal(running))
+	out, err = flotilla("unmanage", "deployment/legacy", "-n", ns, "--cluster", "east")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Eventually(func() []string { return managedIn(t, ns, "legacy") }).Should(gomega.BeEmpty())
 	g.Expect(cp.Delete(ctx, legacy())).To(gomega.Succeed())
 	g.Consistently(func() map[string][]string { return podUIDs(t, ns, "legacy") }).WithTimeout(5 * time.Second).Should(gomega.Equal(running))
 	for _, m := range members {
