@@ -100,7 +100,7 @@ func newBenchCommand(g *globals) *cobra.Command {
 		},
 	}
 	interpretCmd.Flags().IntVar(&calls, "calls", 5000, "calls timed per operation and interpreter")
-	var failoverRounds int
+	var failoverRounds, failoverWorkloads, failoverReplicas int
 	var grace time.Duration
 	failoverCmd := &cobra.Command{
 		Use:   "failover",
@@ -113,6 +113,9 @@ func newBenchCommand(g *globals) *cobra.Command {
 			if grace <= 0 {
 				return fmt.Errorf("--grace-period %s: give a positive duration, for example 5s", grace)
 			}
+			if err := failoverSize(failoverWorkloads, failoverReplicas); err != nil {
+				return err
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err
@@ -123,13 +126,32 @@ func newBenchCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer cleanup()
-			return bench.Failover(cmd.Context(), lf, failoverRounds, grace, g.streams.Out)
+			return bench.Failover(cmd.Context(), lf, bench.FailoverOptions{Rounds: failoverRounds, Grace: grace,
+				Workloads: failoverWorkloads, Replicas: failoverReplicas}, g.streams.Out)
 		},
 	}
 	failoverCmd.Flags().IntVar(&failoverRounds, "rounds", 3, "member stops to time")
 	failoverCmd.Flags().DurationVar(&grace, "grace-period", 5*time.Second, "the controller-manager's --failover-grace-period")
+	failoverCmd.Flags().IntVar(&failoverWorkloads, "workloads", 1, "Deployments divided over the members")
+	failoverCmd.Flags().IntVar(&failoverReplicas, "replicas", 9, "replicas of each Deployment")
 	cmd.AddCommand(up, propagate, releaseCmd, interpretCmd, failoverCmd)
 	return cmd
+}
+
+// failoverPods is what the two members left in the bench fleet hold: 2 kwok nodes of 110 pods
+// each, less room for the kube-system pods.
+const failoverPods = 400
+
+func failoverSize(workloads, replicas int) error {
+	switch {
+	case workloads < 1:
+		return fmt.Errorf("--workloads %d: give at least 1", workloads)
+	case replicas < 3:
+		return fmt.Errorf("--replicas %d: give at least 3, one per member", replicas)
+	case workloads*replicas > failoverPods:
+		return fmt.Errorf("--workloads %d x --replicas %d = %d pods: the two members left after a stop hold at most %d; give fewer", workloads, replicas, workloads*replicas, failoverPods)
+	}
+	return nil
 }
 
 func benchPropagate(ctx context.Context, g *globals, exe string, n, samples int) error {
