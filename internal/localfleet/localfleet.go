@@ -715,6 +715,17 @@ func (f *LocalFleet) StartMember(ctx context.Context, name string) error {
 	if !f.componentRunning("etcd") {
 		return errors.New("the fleet is down: run `flotilla up` first")
 	}
+	if !f.componentRunning(name + "-apiserver") {
+		// Controllers that outlived their apiserver trail it for a minute or more after it
+		// returns (client-go's watch backoff, caches older than their own writes): the garbage
+		// collector leaves a deleted Deployment's ReplicaSets running. A member's control plane
+		// comes back as a whole, as a real cluster's does after a partition.
+		for _, c := range []string{name + "-kube-controller-manager", name + "-kube-scheduler"} {
+			if err := f.StopComponent(c); err != nil {
+				return err
+			}
+		}
+	}
 	if err := f.startAPIServer(ctx, name); err != nil {
 		return err
 	}
