@@ -132,7 +132,7 @@ func Failover(ctx context.Context, lf *localfleet.LocalFleet, o FailoverOptions,
 		}
 		// not Ready, tainted, first binding moved, every binding moved, every replacement available
 		var t [5]time.Duration
-		err := poll(ctx, 10*time.Minute, func() bool {
+		err := poll(ctx, 3*time.Minute, func() bool {
 			cl := &clusterv1alpha1.Cluster{}
 			if cp.Get(ctx, client.ObjectKey{Name: victim}, cl) == nil {
 				if t[0] == 0 && !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
@@ -198,7 +198,22 @@ func perMember(ctx context.Context, clients map[string]kubernetes.Interface, ns 
 				lagging = append(lagging, fmt.Sprintf("%s %d/%d", d.Name, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 0)))
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s: %d Deployments, %d of %d replicas available, lagging %v", m, len(list.Items), avail, spec, lagging))
+		pods := map[string]int{}
+		cctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		if pl, err := cs.CoreV1().Pods(ns).List(cctx, metav1.ListOptions{}); err == nil {
+			for _, p := range pl.Items {
+				state := string(p.Status.Phase)
+				if p.DeletionTimestamp != nil {
+					state = "Terminating"
+				}
+				if len(p.OwnerReferences) == 0 {
+					state += "/orphan"
+				}
+				pods[state]++
+			}
+		}
+		cancel()
+		parts = append(parts, fmt.Sprintf("%s: %d Deployments, %d of %d replicas available, pods %v, lagging %v", m, len(list.Items), avail, spec, pods, lagging))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")
