@@ -32,6 +32,10 @@ func TestManagerServesHealthAndMetrics(t *testing.T) {
 func TestManagerRestartKeepsVerdictsAndGoesOnProbing(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
+	// A member an earlier test restarted may not be Ready again yet.
+	for _, name := range fleet.Fleet().Names() {
+		g.Eventually(func() metav1.ConditionStatus { return readyStatus(t, name) }).Should(gomega.Equal(metav1.ConditionTrue), name)
+	}
 	g.Expect(fleet.StopManager()).To(gomega.Succeed())
 	g.Expect(fleet.StartManager(ctx)).To(gomega.Succeed())
 	g.Consistently(func(g gomega.Gomega) {
