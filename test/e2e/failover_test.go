@@ -8,6 +8,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -30,8 +31,8 @@ func memberAvailable(t *testing.T, cluster, ns, name string) int32 {
 
 // Stopping a member's API server moves its Divided replicas to the other clusters within the
 // grace period + 15 s, the old placement goes once the replacements are available, a
-// Duplicated workload stays and is reported lost, and after the member returns nothing runs
-// twice.
+// Duplicated workload (namespaced or cluster-scoped) stays and is reported lost, a policy that
+// tolerates the taint keeps its division, and after the member returns nothing runs twice.
 func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
@@ -67,7 +68,30 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	agent.Name = "agent"
 	cache := webDeployment(ns, 9)
 	cache.Name = "cache"
-	createAll(t, g, divided, duplicated, tolerant, web, agent, cache)
+	// A cluster-scoped template, Duplicated through a ClusterResourceBinding, stays too.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "failover-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}
+	roles := &policyv1alpha1.ClusterPropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "failover-roles"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
+			{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "failover-reader"}}},
+	}
+	createAll(t, g, divided, duplicated, tolerant, roles, web, agent, cache, role)
+	crbEurope := func() *workv1alpha1.ClusterStatus {
+		b := &workv1alpha1.ClusterResourceBinding{}
+		if cp.Get(ctx, client.ObjectKey{Name: "failover-reader-clusterrole"}, b) != nil {
+			return nil
+		}
+		for i := range b.Status.Clusters {
+			if b.Status.Clusters[i].Cluster == "europe" {
+				return &b.Status.Clusters[i]
+			}
+		}
+		return nil
+	}
+	g.Eventually(func() error {
+		return memberClient(t, "europe").Get(ctx, client.ObjectKey{Name: "failover-reader"}, &rbacv1.ClusterRole{})
+	}).Should(gomega.Succeed())
 	replicas := func() []int32 {
 		return []int32{memberReplicas(t, "east", ns, "web"), memberReplicas(t, "west", ns, "web"), memberReplicas(t, "europe", ns, "web")}
 	}
@@ -100,6 +124,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		return false
 	}).Should(gomega.BeTrue())
 	g.Expect(placedOn(ctx, ns, "agent-deployment")).To(gomega.HaveKey("europe"))
+	g.Eventually(func() bool { cs := crbEurope(); return cs != nil && cs.Lost }).Should(gomega.BeTrue(), "the ClusterResourceBinding keeps europe and reports it lost")
 	g.Consistently(func() map[string]int32 { return placedOn(ctx, ns, "cache-deployment") }).WithTimeout(3*time.Second).
 		Should(gomega.Equal(map[string]int32{"east": 3, "west": 3, "europe": 3}), "a policy tolerating the unreachable taint keeps its division")
 
@@ -132,6 +157,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		}
 		return true
 	}).Should(gomega.BeFalse())
+	g.Eventually(func() bool { cs := crbEurope(); return cs == nil || cs.Lost }).Should(gomega.BeFalse())
 }
 
 // A workload that stays Degraded in its cluster past the toleration moves to the next
