@@ -485,11 +485,7 @@ func ensureNamespace(ctx context.Context, m clustercache.Member, ns string) erro
 // deleteObjects removes the Work's member objects that Flotilla manages; objects it adopted
 // are removed too, objects it never wrote are not.
 func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1alpha1.Work) error {
-	member, err := e.Members.Get(cluster)
-	if err != nil {
-		return err
-	}
-	objs, err := e.ownObjects(ctx, w)
+	member, objs, err := e.ownObjects(ctx, cluster, w)
 	if err != nil {
 		return err
 	}
@@ -501,12 +497,17 @@ func (e *Executor) deleteObjects(ctx context.Context, cluster string, w *workv1a
 	return nil
 }
 
-// ownObjects are the Work's manifests in order, without the dependencies another workload in
-// the same cluster still uses: those stay as they are when this Work goes.
-func (e *Executor) ownObjects(ctx context.Context, w *workv1alpha1.Work) ([]*unstructured.Unstructured, error) {
+// ownObjects are the member connection and the Work's manifests in order, without the
+// dependencies another workload in the same cluster still uses: those stay as they are when
+// this Work goes.
+func (e *Executor) ownObjects(ctx context.Context, cluster string, w *workv1alpha1.Work) (clustercache.Member, []*unstructured.Unstructured, error) {
+	member, err := e.Members.Get(cluster)
+	if err != nil {
+		return member, nil, err
+	}
 	others := &workv1alpha1.WorkList{}
 	if err := e.Client.List(ctx, others, client.InNamespace(w.Namespace)); err != nil {
-		return nil, err
+		return member, nil, err
 	}
 	var out []*unstructured.Unstructured
 	for i, m := range w.Spec.Manifests {
@@ -519,18 +520,14 @@ func (e *Executor) ownObjects(ctx context.Context, w *workv1alpha1.Work) ([]*uns
 		}
 		out = append(out, obj)
 	}
-	return out, nil
+	return member, out, nil
 }
 
 // releaseObjects hands a Work's member objects back to unmanaged: Flotilla's label,
 // annotations and field-manager entries are removed; the objects, their specs and their
 // pods are not touched.
 func (e *Executor) releaseObjects(ctx context.Context, cluster string, w *workv1alpha1.Work) error {
-	member, err := e.Members.Get(cluster)
-	if err != nil {
-		return err
-	}
-	objs, err := e.ownObjects(ctx, w)
+	member, objs, err := e.ownObjects(ctx, cluster, w)
 	if err != nil {
 		return err
 	}

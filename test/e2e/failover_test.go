@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,19 +40,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	ns := "failover"
 	ensureNamespace(t, cp, ns)
 	t.Cleanup(func() { _ = fleet.StartMember(context.Background(), "europe") })
-	one := func(c string) policyv1alpha1.StaticClusterWeight {
-		return policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{c}}, Weight: 1}
-	}
-	divided := &policyv1alpha1.PropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "divided", Namespace: ns},
-		Spec: policyv1alpha1.PropagationSpec{
-			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
-			Placement: policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{
-				Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionWeighted,
-				WeightPreference: &policyv1alpha1.WeightPreference{StaticWeightList: []policyv1alpha1.StaticClusterWeight{one("east"), one("west"), one("europe")}},
-			}},
-		},
-	}
+	divided := dividedEvenly(ns, "divided", "web")
 	duplicated := &policyv1alpha1.PropagationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "duplicated", Namespace: ns},
 		Spec: policyv1alpha1.PropagationSpec{
@@ -142,6 +131,9 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		return memberClient(t, "europe").Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d) == nil && !d.CreationTimestamp.Time.Before(returned)
 	}).WithTimeout(2*time.Minute).Should(gomega.BeTrue(), "europe's stale Deployment is replaced")
 	g.Eventually(replicas).WithTimeout(2 * time.Minute).Should(gomega.Equal([]int32{3, 3, 3}))
+	// Nothing runs twice in pods either: the stale Deployment's ReplicaSet and pods go with it.
+	g.Eventually(func() string { return podsVersusReplicas(t, "europe", ns) }).WithTimeout(30*time.Second).
+		Should(gomega.Equal("pods 7, replicas 7"), "europe runs exactly its Deployments' replicas")
 	g.Consistently(func() int32 {
 		var sum int32
 		for _, n := range replicas() {
@@ -168,26 +160,8 @@ func TestApplicationFailoverMovesDegradedWorkload(t *testing.T) {
 	ctx := context.Background()
 	ns := "appfail"
 	ensureNamespace(t, cp, ns)
-	// In west no pod of the namespace can be created: the Deployment turns Degraded there.
-	west := memberClient(t, "west")
-	ensureNamespace(t, west, ns)
-	createAllIn(t, g, west, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
-	policy := &policyv1alpha1.PropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
-		Spec: policyv1alpha1.PropagationSpec{
-			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
-			Placement: policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
-				{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"west"}}},
-				{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
-			}},
-			Failover: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
-				TolerationSeconds: 3, PurgeMode: policyv1alpha1.PurgeGraceful, GracePeriodSeconds: 120}},
-		},
-	}
-	web := webDeployment(ns, 2)
-	web.Spec.ProgressDeadlineSeconds = ptr.To(int32(5))
-	createAll(t, g, policy, web)
+	noPodsIn(t, g, "west", ns)
+	createAll(t, g, westThenEast(ns, 3, policyv1alpha1.PurgeGraceful), degradableWeb(ns))
 	g.Eventually(func() workv1alpha1.Health {
 		for _, cs := range bindingNow(ctx, ns, "web-deployment").Status.Clusters {
 			if cs.Cluster == "west" {
@@ -225,28 +199,8 @@ func TestApplicationFailoverMovesDegradedWorkload(t *testing.T) {
 // operator to inspect) even once the replacement is available.
 func TestApplicationFailoverPurgeModes(t *testing.T) {
 	ctx := context.Background()
-	noPods := func(t *testing.T, g gomega.Gomega, cluster, ns string) {
-		c := memberClient(t, cluster)
-		ensureNamespace(t, c, ns)
-		createAllIn(t, g, c, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
-			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
-	}
 	start := func(t *testing.T, g gomega.Gomega, ns string, mode policyv1alpha1.PurgeMode) {
-		policy := &policyv1alpha1.PropagationPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
-			Spec: policyv1alpha1.PropagationSpec{
-				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
-				Placement: policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
-					{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"west"}}},
-					{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
-				}},
-				Failover: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
-					TolerationSeconds: 2, PurgeMode: mode, GracePeriodSeconds: 120}},
-			},
-		}
-		web := webDeployment(ns, 2)
-		web.Spec.ProgressDeadlineSeconds = ptr.To(int32(5))
-		createAll(t, g, policy, web)
+		createAll(t, g, westThenEast(ns, 2, mode), degradableWeb(ns))
 		g.Eventually(func() []workv1alpha1.FailedCluster { return bindingNow(ctx, ns, "web-deployment").Spec.FailedClusters }).
 			Should(gomega.HaveLen(1))
 		g.Expect(bindingNow(ctx, ns, "web-deployment").Spec.FailedClusters[0].Cluster).To(gomega.Equal("west"))
@@ -257,8 +211,8 @@ func TestApplicationFailoverPurgeModes(t *testing.T) {
 		g := newG(t)
 		ns := "purge-immediately"
 		ensureNamespace(t, cp, ns)
-		noPods(t, g, "west", ns)
-		noPods(t, g, "east", ns) // the replacement never becomes available
+		noPodsIn(t, g, "west", ns)
+		noPodsIn(t, g, "east", ns) // the replacement never becomes available
 		start(t, g, ns, policyv1alpha1.PurgeImmediately)
 		g.Eventually(func() int32 { return memberReplicas(t, "west", ns, "web") }).Should(gomega.Equal(int32(-1)), "west's copy is removed at once")
 		g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "web") }).Should(gomega.Equal(int32(2)))
@@ -270,7 +224,7 @@ func TestApplicationFailoverPurgeModes(t *testing.T) {
 		g := newG(t)
 		ns := "purge-never"
 		ensureNamespace(t, cp, ns)
-		noPods(t, g, "west", ns)
+		noPodsIn(t, g, "west", ns)
 		start(t, g, ns, policyv1alpha1.PurgeNever)
 		g.Eventually(func() int32 { return memberAvailable(t, "east", ns, "web") }).Should(gomega.Equal(int32(2)))
 		tasks := bindingNow(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks
@@ -280,6 +234,78 @@ func TestApplicationFailoverPurgeModes(t *testing.T) {
 		g.Consistently(func() int32 { return memberReplicas(t, "west", ns, "web") }).WithTimeout(5*time.Second).
 			Should(gomega.Equal(int32(2)), "west's copy stays although the replacement is available")
 	})
+}
+
+// podsVersusReplicas counts a member namespace's live pods against its Deployments' replicas.
+func podsVersusReplicas(t *testing.T, cluster, ns string) string {
+	pods := &corev1.PodList{}
+	deployments := &appsv1.DeploymentList{}
+	c := memberClient(t, cluster)
+	if c.List(context.Background(), pods, client.InNamespace(ns)) != nil || c.List(context.Background(), deployments, client.InNamespace(ns)) != nil {
+		return "unreadable"
+	}
+	live, replicas := 0, int32(0)
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			live++
+		}
+	}
+	for _, d := range deployments.Items {
+		replicas += ptr.Deref(d.Spec.Replicas, 0)
+	}
+	return fmt.Sprintf("pods %d, replicas %d", live, replicas)
+}
+
+// dividedEvenly divides the named Deployment by equal static weights over the three members.
+func dividedEvenly(ns, name, deployment string) *policyv1alpha1.PropagationPolicy {
+	var weights []policyv1alpha1.StaticClusterWeight
+	for _, c := range []string{"east", "west", "europe"} {
+		weights = append(weights, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{c}}, Weight: 1})
+	}
+	return &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment}},
+			Placement: policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{
+				Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionWeighted,
+				WeightPreference: &policyv1alpha1.WeightPreference{StaticWeightList: weights},
+			}},
+		},
+	}
+}
+
+// noPodsIn makes a member refuse every pod of the namespace (a zero pod quota), so a
+// Deployment there turns Degraded.
+func noPodsIn(t *testing.T, g gomega.Gomega, cluster, ns string) {
+	c := memberClient(t, cluster)
+	ensureNamespace(t, c, ns)
+	createAllIn(t, g, c, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
+}
+
+// westThenEast places the namespace's Deployments in west, with east as the fallback that
+// application failover moves them to.
+func westThenEast(ns string, toleration int32, mode policyv1alpha1.PurgeMode) *policyv1alpha1.PropagationPolicy {
+	return &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+			Placement: policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
+				{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"west"}}},
+				{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
+			}},
+			Failover: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
+				TolerationSeconds: toleration, PurgeMode: mode, GracePeriodSeconds: 120}},
+		},
+	}
+}
+
+// degradableWeb is a two-replica web Deployment that turns Degraded 5 s after it cannot
+// progress.
+func degradableWeb(ns string) *appsv1.Deployment {
+	web := webDeployment(ns, 2)
+	web.Spec.ProgressDeadlineSeconds = ptr.To(int32(5))
+	return web
 }
 
 func createAllIn(t *testing.T, g gomega.Gomega, c client.Client, objs ...client.Object) {
@@ -308,22 +334,10 @@ func TestFailoverDuringReleaseKeepsEachClustersRevision(t *testing.T) {
 	ns := "failover-release"
 	ensureNamespace(t, cp, ns)
 	t.Cleanup(func() { _ = fleet.StartMember(context.Background(), "europe") })
-	one := func(c string) policyv1alpha1.StaticClusterWeight {
-		return policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{c}}, Weight: 1}
-	}
-	policy := &policyv1alpha1.PropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: policyv1alpha1.PropagationSpec{
-			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
-			Placement: policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{
-				Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionWeighted,
-				WeightPreference: &policyv1alpha1.WeightPreference{StaticWeightList: []policyv1alpha1.StaticClusterWeight{one("east"), one("west"), one("europe")}},
-			}},
-			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
-				{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
-			}},
-		},
-	}
+	policy := dividedEvenly(ns, "web", "web")
+	policy.Spec.Rollout = &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
+	}}
 	web := webDeployment(ns, 9)
 	createAll(t, g, policy, web)
 	g.Eventually(func() int32 {
