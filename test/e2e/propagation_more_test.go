@@ -246,6 +246,8 @@ func TestCRDInstalledLaterPropagates(t *testing.T) {
 		"metadata": map[string]any{"name": "sprocket", "namespace": ns}, "spec": map[string]any{"teeth": int64(12)},
 	}}
 	g.Eventually(func() error { return cp.Create(ctx, gadget.DeepCopy()) }).Should(gomega.Succeed())
+	// Seconds normally; right after europe's apiserver restarted (an earlier failover test), its
+	// CRD watch resumes only after client-go's watch backoff, up to about 45 s.
 	g.Eventually(func() any {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(gadget.GroupVersionKind())
@@ -253,7 +255,5 @@ func TestCRDInstalledLaterPropagates(t *testing.T) {
 			return nil
 		}
 		return got.Object["spec"]
-		// Seconds normally; right after europe's apiserver restarted (an earlier failover test),
-		// its CRD watch resumes only after client-go's watch backoff, up to about 45 s.
 	}).WithTimeout(2*time.Minute).Should(gomega.Equal(map[string]any{"teeth": int64(12)}), "the CRD became usable through europe's CRD watch, long before --discovery-interval")
 }
