@@ -573,6 +573,9 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		return false, err
 	}
 	manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	if err := checkWorkSize(tmpl, t.Name, manifests); err != nil {
+		return false, &renderError{err}
+	}
 	spec := workv1alpha1.WorkSpec{
 		Manifests:          manifests,
 		DeletionPolicy:     b.BindingSpec().DeletionPolicy,
@@ -617,6 +620,29 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	}
 	c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 	return true, nil
+}
+
+// MaxWorkBytes bounds the manifests of one Work. etcd refuses a write over 1.5 MiB by default
+// (--max-request-bytes); keeping well under it leaves room for the Work's metadata and status,
+// so an oversized template is reported on its binding instead of failing the write on every
+// retry.
+const MaxWorkBytes = 1280 << 10
+
+// checkWorkSize refuses manifests too large for one Work, naming the template and the cluster.
+func checkWorkSize(tmpl *unstructured.Unstructured, cluster string, manifests []workv1alpha1.Manifest) error {
+	total := 0
+	for _, m := range manifests {
+		total += len(m.Raw)
+	}
+	if total <= MaxWorkBytes {
+		return nil
+	}
+	ref := tmpl.GetName()
+	if ns := tmpl.GetNamespace(); ns != "" {
+		ref = ns + "/" + ref
+	}
+	return fmt.Errorf("%s %s with its overrides and dependencies renders %d KiB for cluster %s, over the %d KiB a Work may hold (etcd's object size limit); make the template or the objects it depends on smaller",
+		tmpl.GetKind(), ref, total>>10, cluster, MaxWorkBytes>>10)
 }
 
 // dependencies renders the objects the template's pods reference. A missing one is skipped:

@@ -68,6 +68,9 @@ func newUpCommand(g *globals) *cobra.Command {
 			if err := probe.validate(); err != nil {
 				return err
 			}
+			if readyTimeout <= 0 {
+				return fmt.Errorf("--ready-timeout %s: give a positive duration such as 3m", readyTimeout)
+			}
 			var fleet *localfleet.Fleet
 			if fleetFile != "" {
 				f, err := localfleet.LoadFleetFile(fleetFile)

@@ -71,7 +71,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.stateDir, "state-dir", defaultStateDir(), "directory of the local fleet's state (data, kubeconfigs, pids, logs)")
-	pf.StringVar(&g.binDir, "bin-dir", defaultBinDir(), "directory holding the local-fleet tools built by `make tools`")
+	pf.StringVar(&g.binDir, "bin-dir", defaultBinDir(), "`DIR` holding the local-fleet tools that make tools builds")
 
 	root.AddCommand(
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),

@@ -23,12 +23,15 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -56,8 +59,10 @@ type Detector struct {
 	Client client.Client
 	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
 	Interpreters *interpret.Registry
-	mgr          ctrl.Manager
-	ctrl         controller.TypedController[TemplateKey]
+	// Recorder reports policy problems and ties between policies; nil records nothing.
+	Recorder events.EventRecorder
+	mgr      ctrl.Manager
+	ctrl     controller.TypedController[TemplateKey]
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -111,31 +116,73 @@ func selectorsOf(o client.Object) []policyv1alpha1.ResourceSelector {
 	return nil
 }
 
-// reconcilePolicy makes sure the kinds a policy selects are watched; a kind not served yet is
-// retried, so a CRD installed later is picked up.
+// ConditionReady on a policy says whether each of its selectors can select anything; the
+// detector's policy controller is its only writer.
+const ConditionReady = "Ready"
+
+// reconcilePolicy makes sure the kinds a policy selects are watched (a kind not served yet is
+// retried, so a CRD installed later is picked up) and reports on the policy what would
+// otherwise fail silently: kinds the control plane does not serve, and a PropagationPolicy's
+// selector naming another namespace.
 func (d *Detector) reconcilePolicy(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var policy client.Object
 	var sels []policyv1alpha1.ResourceSelector
+	var status *policyv1alpha1.PropagationPolicyStatus
 	if req.Namespace != "" {
 		p := &policyv1alpha1.PropagationPolicy{}
-		if err := d.Client.Get(ctx, req.NamespacedName, p); err == nil {
-			sels = p.Spec.ResourceSelectors
+		if err := d.Client.Get(ctx, req.NamespacedName, p); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
+		policy, sels, status = p, p.Spec.ResourceSelectors, &p.Status
+	} else {
+		p := &policyv1alpha1.ClusterPropagationPolicy{}
+		if err := d.Client.Get(ctx, req.NamespacedName, p); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		policy, sels, status = p, p.Spec.ResourceSelectors, &p.Status
 	}
-	cp := &policyv1alpha1.ClusterPropagationPolicy{}
-	if err := d.Client.Get(ctx, client.ObjectKey{Name: req.Name}, cp); err == nil {
-		sels = append(sels, cp.Spec.ResourceSelectors...)
-	}
+	var problems []string
 	retry := false
-	for _, s := range sels {
+	for i, s := range sels {
 		if err := d.ensureWatch(ctx, schema.FromAPIVersionAndKind(s.APIVersion, s.Kind)); err != nil {
 			ctrl.LoggerFrom(ctx).Info("Kind not served yet; retrying", "apiVersion", s.APIVersion, "kind", s.Kind, "error", err.Error())
+			problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d]: the control plane does not serve kind %s of %s; fix apiVersion and kind, or install its CRD (checked again every 5s)", i, s.Kind, s.APIVersion))
 			retry = true
 		}
+		if req.Namespace != "" && s.Namespace != "" && s.Namespace != req.Namespace {
+			problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d].namespace: %q is not this policy's namespace %q, and a PropagationPolicy selects only in its own namespace; remove the field, or place that namespace's templates with a policy there or a ClusterPropagationPolicy", i, s.Namespace, req.Namespace))
+		}
+	}
+	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Valid", Message: "every selector can select templates", ObservedGeneration: policy.GetGeneration()}
+	if len(problems) > 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "InvalidSelector", strings.Join(problems, "; ")
+	}
+	if err := d.setPolicyCondition(ctx, policy, status, cond); err != nil {
+		return reconcile.Result{}, err
 	}
 	if retry {
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// setPolicyCondition writes the Ready condition when it changed; the patch touches only the
+// status the detector owns.
+func (d *Detector) setPolicyCondition(ctx context.Context, policy client.Object, status *policyv1alpha1.PropagationPolicyStatus, cond metav1.Condition) error {
+	old := meta.FindStatusCondition(status.Conditions, cond.Type)
+	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message && status.ObservedGeneration == policy.GetGeneration() {
+		return nil
+	}
+	patch := client.MergeFrom(policy.DeepCopyObject().(client.Object))
+	meta.SetStatusCondition(&status.Conditions, cond)
+	status.ObservedGeneration = policy.GetGeneration()
+	if err := d.Client.Status().Patch(ctx, policy, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if cond.Status == metav1.ConditionFalse && d.Recorder != nil {
+		d.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, cond.Reason, "Validate", "%s", cond.Message)
+	}
+	return nil
 }
 
 func (d *Detector) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind) error {
@@ -334,7 +381,7 @@ func (d *Detector) bestPolicy(ctx context.Context, tmpl *unstructured.Unstructur
 	if len(matches) == 0 {
 		return nil, nil
 	}
-	sort.Slice(matches, func(i, j int) bool {
+	sort.SliceStable(matches, func(i, j int) bool {
 		a, b := matches[i], matches[j]
 		if a.priority != b.priority {
 			return a.priority > b.priority
@@ -347,7 +394,23 @@ func (d *Detector) bestPolicy(ctx context.Context, tmpl *unstructured.Unstructur
 		}
 		return a.ref.Name < b.ref.Name
 	})
+	if len(matches) > 1 {
+		a, b := matches[0], matches[1]
+		if a.priority == b.priority && a.specificity == b.specificity && a.namespaced == b.namespaced && d.Recorder != nil {
+			// Only the name broke the tie: say so, since the user probably meant one of them to win.
+			d.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "PolicyConflict", "Select",
+				"%s %s and %s select %s %s with the same priority %d and equally specific selectors; %s wins by name order. Give the one you mean a higher spec.priority",
+				a.ref.Kind, policyName(a.ref), policyName(b.ref), tmpl.GetKind(), tmpl.GetName(), a.priority, policyName(a.ref))
+		}
+	}
 	return &matches[0], nil
+}
+
+func policyName(r workv1alpha1.PolicyReference) string {
+	if r.Namespace != "" {
+		return r.Namespace + "/" + r.Name
+	}
+	return r.Name
 }
 
 func ptrOr(p *int32) int32 {

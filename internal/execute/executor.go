@@ -229,9 +229,17 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	} else if err != nil {
 		var conflict *conflictError
-		if errors.As(err, &conflict) {
+		var retain *retainError
+		switch {
+		case errors.As(err, &conflict):
 			setApplied(status, w, metav1.ConditionFalse, "Conflict", err.Error())
-		} else {
+		case errors.As(err, &retain):
+			// Nothing was applied: the interpreter failed, and says so on the Work and its binding.
+			setApplied(status, w, metav1.ConditionFalse, "InterpreterError", err.Error())
+			meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionFalse,
+				Reason: "InterpreterError", Message: truncate(err.Error(), 4096), ObservedGeneration: w.Generation})
+			result.RequeueAfter = 10 * time.Second
+		default:
 			setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
 			result.RequeueAfter = 10 * time.Second
 		}
@@ -272,6 +280,13 @@ var errStaleWork = errors.New("the cached Work is older than the one last applie
 type conflictError struct{ msg string }
 
 func (c *conflictError) Error() string { return c.msg }
+
+// retainError is a failed Retain call: the object is not applied, since applying it without
+// the member-side fields Retain keeps would fight the member's controllers.
+type retainError struct{ err error }
+
+func (r *retainError) Error() string { return r.err.Error() }
+func (r *retainError) Unwrap() error { return r.err }
 
 func setApplied(status *workv1alpha1.WorkStatus, w *workv1alpha1.Work, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: s, Reason: reason, Message: msg, ObservedGeneration: w.Generation})
@@ -351,7 +366,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				retainScaledReplicas(existing, obj)
 				if err := e.Interpreters.For(gvk).Retain(obj, existing); err != nil {
 					cancel()
-					return fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+					return &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)}
 				}
 			}
 			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})

@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
-	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
+	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-detector")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the detector: %w", err)
 	}
 	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}).SetupWithManager(ctx, mgr); err != nil {

@@ -381,8 +381,8 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		ws.Phase, ws.HealthyAt = rolloutv1alpha1.WaveUpdating, nil
 		ws.Message = fmt.Sprintf("%d of %d clusters run revision %d healthy", healthy, len(wave.Clusters), rel.Spec.Revision)
 		deadline := defaultProgressDeadline
-		if d := rel.Spec.Strategy.ProgressDeadline; d != nil {
-			deadline = d.Duration
+		if d, set, _ := policyv1alpha1.ParseDuration("", rel.Spec.Strategy.ProgressDeadline); set { // validated in step
+			deadline = d
 		}
 		since := ws.StartedAt
 		if ws.ProgressSince != nil {
@@ -405,8 +405,8 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
 	if wave.Spec != nil && !promoted {
 		g := wave.Spec.Gates
-		if g.BakeTime != nil {
-			if left := g.BakeTime.Duration - s.now.Sub(ws.HealthyAt.Time); left > 0 {
+		if bake, set, _ := policyv1alpha1.ParseDuration("", g.BakeTime); set {
+			if left := bake - s.now.Sub(ws.HealthyAt.Time); left > 0 {
 				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("healthy; baking for %s more", left.Round(time.Second))
 				s.after(left)
 				return false, nil
@@ -527,6 +527,9 @@ func allClusters(waves []Wave) []string {
 // a wave selecting no cluster is reported and passed over.
 func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release, waves []Wave) []string {
 	var problems []string
+	if err := rel.Spec.Strategy.Validate("spec.strategy"); err != nil {
+		problems = append(problems, "blocking: "+err.Error())
+	}
 	check := func(field string, gate *policyv1alpha1.AnalysisGate) {
 		if gate == nil {
 			return
@@ -728,7 +731,8 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 				return false, nil
 			}
 		case st.Pause != nil && st.Pause.Duration != nil:
-			if left := st.Pause.Duration.Duration - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
+			pause, _, _ := policyv1alpha1.ParseDuration("", st.Pause.Duration) // validated in step
+			if left := pause - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
 				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("step %d pause: %s left", k, left.Round(time.Second))
 				s.after(left)
 				return false, nil

@@ -47,7 +47,7 @@ func TestPercentageWaves(t *testing.T) {
 
 func TestSelectorWavesAndTheRest(t *testing.T) {
 	s := &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
-		{Name: "staging", ClusterSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}},
+		{Name: "staging", ClusterSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"env": "staging"}}},
 		{Name: "eu", ClusterNames: []string{"c03", "c00"}}, // c00 is staging already: the first wave keeps it
 	}}
 	env := func(i int) map[string]string {
@@ -68,7 +68,7 @@ func TestSelectorWavesAndTheRest(t *testing.T) {
 
 func TestAWaveThatSelectsNothingStaysEmpty(t *testing.T) {
 	s := &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
-		{Name: "gpu", ClusterSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"gpu": "true"}}},
+		{Name: "gpu", ClusterSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"gpu": "true"}}},
 		{Name: "all", Percentage: ptr.To[int32](100)},
 	}}
 	got := ResolveWaves(s, clusters(2, func(int) map[string]string { return nil }))

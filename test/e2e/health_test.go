@@ -39,7 +39,7 @@ func TestHealthOfEveryBuiltInKind(t *testing.T) {
 		{"batch/v1", "Job"}, {"apps/v1", "StatefulSet"}, {"apps/v1", "DaemonSet"}, {"v1", "ConfigMap"},
 		{"v1", "Secret"}, {"v1", "Service"}, {"v1", "PersistentVolumeClaim"},
 	} {
-		selectors = append(selectors, policyv1alpha1.ResourceSelector{APIVersion: k.apiVersion, Kind: k.kind, LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"e2e": "health"}}})
+		selectors = append(selectors, policyv1alpha1.ResourceSelector{APIVersion: k.apiVersion, Kind: k.kind, LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"e2e": "health"}}})
 	}
 	policy := &policyv1alpha1.PropagationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "health", Namespace: ns},

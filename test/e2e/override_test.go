@@ -50,7 +50,7 @@ func TestOverridesPerRegionAndPerCluster(t *testing.T) {
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
 			OverrideRules: []policyv1alpha1.OverrideRule{
 				{
-					TargetCluster: &policyv1alpha1.ClusterAffinity{LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"region": "eu-central"}}},
+					TargetCluster: &policyv1alpha1.ClusterAffinity{LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"region": "eu-central"}}},
 					Overriders:    policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{{Component: "Registry", Operator: "replace", Value: "mirror.eu.example"}}},
 				},
 				{
@@ -116,6 +116,8 @@ func TestInvalidOverridePoliciesAreRejected(t *testing.T) {
 		{"bad JSON patch path", policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "spec/replicas", Operator: "remove"}}}, "spec.overrideRules[0].overriders.plaintext[0].path"},
 		{"env without container", policyv1alpha1.Overriders{EnvOverrider: []policyv1alpha1.EnvOverrider{{Operator: "add", Value: []policyv1alpha1.EnvVar{{Name: "A"}}}}}, "spec.overrideRules[0].overriders.envOverrider[0].containerName"},
 		{"unknown image component", policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{{Component: "Flavor", Operator: "replace", Value: "x"}}}, `Unsupported value: "Flavor"`},
+		{"replace on a command", policyv1alpha1.Overriders{CommandOverrider: []policyv1alpha1.CommandArgsOverrider{{ContainerName: "web", Operator: "replace", Value: []string{"serve"}}}},
+			"spec.overrideRules[0].overriders.commandOverrider[0]: Invalid value: operator: commandOverrider and argsOverrider take add or remove"},
 		{"unknown operator", policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "merge", Value: map[string]string{"a": "b"}}}}, `Unsupported value: "merge"`},
 	}
 	for _, c := range cases {

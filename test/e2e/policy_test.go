@@ -7,7 +7,9 @@ import (
 	"github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 )
@@ -23,7 +25,7 @@ func validPolicy() *policyv1alpha1.PropagationPolicy {
 				}},
 			}},
 			Placement: policyv1alpha1.Placement{
-				ClusterAffinity:   &policyv1alpha1.ClusterAffinity{LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+				ClusterAffinity:   &policyv1alpha1.ClusterAffinity{LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"env": "prod"}}},
 				SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByField: "region", MinGroups: 2}},
 				ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{
 					Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionWeighted,
@@ -34,6 +36,44 @@ func validPolicy() *policyv1alpha1.PropagationPolicy {
 				},
 			},
 		},
+	}
+}
+
+func durationString(s string) *intstr.IntOrString {
+	v := intstr.FromString(s)
+	return &v
+}
+
+func withGates(gates policyv1alpha1.Gates) func(*policyv1alpha1.PropagationPolicy) {
+	return func(p *policyv1alpha1.PropagationPolicy) {
+		p.Spec.Rollout = &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "all", Percentage: ptr.To[int32](100), Gates: gates}}}
+	}
+}
+
+func withSteps(steps ...policyv1alpha1.CanaryStep) func(*policyv1alpha1.PropagationPolicy) {
+	return func(p *policyv1alpha1.PropagationPolicy) {
+		p.Spec.Rollout = &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "all", Percentage: ptr.To[int32](100), Steps: steps}}}
+	}
+}
+
+// Durations come as Go duration strings or, as Argo Rollouts writes them, whole seconds.
+func TestRolloutDurationsTakeStringsAndSeconds(t *testing.T) {
+	g := newG(t)
+	p := validPolicy()
+	p.Name = "durations"
+	withSteps(policyv1alpha1.CanaryStep{SetWeight: ptr.To[int32](20)}, policyv1alpha1.CanaryStep{Pause: &policyv1alpha1.PauseStep{Duration: policyv1alpha1.DurationSeconds(30)}})(p)
+	p.Spec.Rollout.Waves[0].Gates.BakeTime = durationString("1m30s")
+	p.Spec.Rollout.ProgressDeadline = policyv1alpha1.DurationSeconds(600)
+	createAll(t, g, p)
+	got := &policyv1alpha1.PropagationPolicy{}
+	g.Expect(cp.Get(context.Background(), client.ObjectKeyFromObject(p), got)).To(gomega.Succeed())
+	for field, v := range map[string]*intstr.IntOrString{
+		"pause": got.Spec.Rollout.Waves[0].Steps[1].Pause.Duration, "bakeTime": got.Spec.Rollout.Waves[0].Gates.BakeTime, "progressDeadline": got.Spec.Rollout.ProgressDeadline,
+	} {
+		d, set, err := policyv1alpha1.ParseDuration(field, v)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(set).To(gomega.BeTrue())
+		g.Expect(d).To(gomega.BeNumerically(">", 0), field)
 	}
 }
 
@@ -98,6 +138,30 @@ func TestInvalidPropagationPoliciesAreRejected(t *testing.T) {
 		{"exists toleration with value", func(p *policyv1alpha1.PropagationPolicy) {
 			p.Spec.Placement.ClusterTolerations = []policyv1alpha1.Toleration{{Key: "k", Operator: "Exists", Value: "v"}}
 		}, "a toleration with operator Exists takes no value"},
+		{"label key with a space", func(p *policyv1alpha1.PropagationPolicy) {
+			p.Spec.ResourceSelectors[0].LabelSelector.MatchLabels = map[string]policyv1alpha1.LabelValue{"my app": "web"}
+		}, "spec.resourceSelectors[0].labelSelector.matchLabels: Invalid value: matchLabels: a key is"},
+		{"label value with a slash", func(p *policyv1alpha1.PropagationPolicy) {
+			p.Spec.ResourceSelectors[0].LabelSelector.MatchLabels = map[string]policyv1alpha1.LabelValue{"app": "web/v2"}
+		}, "a label value is empty or up to 63"},
+		{"expression key starting with a dash", func(p *policyv1alpha1.PropagationPolicy) {
+			p.Spec.ResourceSelectors[0].LabelSelector.MatchExpressions[0].Key = "-skip"
+		}, "spec.resourceSelectors[0].labelSelector.matchExpressions[0].key"},
+		{"expression value with a space", func(p *policyv1alpha1.PropagationPolicy) {
+			p.Spec.ResourceSelectors[0].LabelSelector.MatchExpressions[0] = policyv1alpha1.LabelSelectorRequirement{Key: "tier", Operator: "In", Values: []string{"front end"}}
+		}, "spec.resourceSelectors[0].labelSelector.matchExpressions[0].values[0]"},
+		{"bakeTime that is no duration", withGates(policyv1alpha1.Gates{BakeTime: durationString("abc")}),
+			"spec.rollout.waves[0].gates.bakeTime: Invalid value: \"abc\": bakeTime: write a duration such as 90s"},
+		{"negative bakeTime", withGates(policyv1alpha1.Gates{BakeTime: durationString("-5s")}), "spec.rollout.waves[0].gates.bakeTime"},
+		{"negative bakeTime in seconds", withGates(policyv1alpha1.Gates{BakeTime: policyv1alpha1.DurationSeconds(-5)}), "spec.rollout.waves[0].gates.bakeTime"},
+		{"progressDeadline in words", func(p *policyv1alpha1.PropagationPolicy) {
+			withGates(policyv1alpha1.Gates{})(p)
+			p.Spec.Rollout.ProgressDeadline = durationString("ten minutes")
+		}, "spec.rollout.progressDeadline: Invalid value: \"ten minutes\": progressDeadline: write a duration"},
+		{"pause duration in words", withSteps(policyv1alpha1.CanaryStep{Pause: &policyv1alpha1.PauseStep{Duration: durationString("5 minutes")}}),
+			"spec.rollout.waves[0].steps[0].pause.duration: Invalid value: \"5 minutes\": pause.duration: write a duration"},
+		{"negative pause in seconds", withSteps(policyv1alpha1.CanaryStep{Pause: &policyv1alpha1.PauseStep{Duration: policyv1alpha1.DurationSeconds(-1)}}),
+			"spec.rollout.waves[0].steps[0].pause.duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

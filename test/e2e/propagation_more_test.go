@@ -150,7 +150,7 @@ func TestRelabelMovesOffAndDoesNotExistExcludes(t *testing.T) {
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", LabelSelector: &policyv1alpha1.LabelSelector{
 				MatchExpressions: []policyv1alpha1.LabelSelectorRequirement{{Key: "flotilla.dev/local-only", Operator: "DoesNotExist"}},
 			}}},
-			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}},
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"env": "prod"}}}},
 		},
 	}
 	shared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns}}

@@ -106,7 +106,7 @@ func TestClusterJoiningMidReleaseGetsItsWavesRevision(t *testing.T) {
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
 			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{
-				LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]string{"e2e-tier": "web"}},
+				LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"e2e-tier": "web"}},
 			}},
 			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
 				{Name: "first", ClusterNames: []string{"east", "west"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},

@@ -85,7 +85,7 @@ func TestReleaseTravelsInWaves(t *testing.T) {
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
 			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
 				{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
-				{Name: "second", ClusterNames: []string{"west"}, Gates: policyv1alpha1.Gates{BakeTime: &metav1.Duration{Duration: 3 * time.Second}}},
+				{Name: "second", ClusterNames: []string{"west"}, Gates: policyv1alpha1.Gates{BakeTime: policyv1alpha1.DurationOf(3 * time.Second)}},
 			}},
 		},
 	}

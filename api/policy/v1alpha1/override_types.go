@@ -38,6 +38,8 @@ type ImageOverrider struct {
 }
 
 // CommandArgsOverrider adds or removes entries of a container's command or args.
+// (The field's enum alone would merge with OverrideOperator's and let replace through.)
+// +kubebuilder:validation:XValidation:rule="self.operator in ['add', 'remove']",message="operator: commandOverrider and argsOverrider take add or remove; to replace, remove the old entries and add the new ones"
 type CommandArgsOverrider struct {
 	// containerName the change applies to.
 	// +required
@@ -46,7 +48,6 @@ type CommandArgsOverrider struct {
 	ContainerName string `json:"containerName"`
 	// operator: add appends the values, remove drops entries equal to them.
 	// +required
-	// +kubebuilder:validation:Enum=add;remove
 	Operator OverrideOperator `json:"operator"`
 	// value entries.
 	// +required

@@ -63,10 +63,12 @@ type LabelSelectorOperator string
 // LabelSelectorRequirement is one expression of a label selector.
 // +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",message="In and NotIn need at least one value; Exists and DoesNotExist take none"
 type LabelSelectorRequirement struct {
-	// key is the label key.
+	// key is the label key: an optional DNS subdomain prefix and "/", then a name of up to 63
+	// letters, digits, '-', '_' or '.', starting and ending with a letter or digit.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
 	Key string `json:"key"`
 
 	// operator is In, NotIn, Exists or DoesNotExist.
@@ -78,15 +80,25 @@ type LabelSelectorRequirement struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	Values []string `json:"values,omitempty"`
 }
 
+// LabelValue is a label value: empty, or up to 63 letters, digits, '-', '_' or '.', starting
+// and ending with a letter or digit. (A type of its own so that its length is bounded, which
+// keeps the CEL check of every value in a map within the apiserver's cost budget.)
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="self.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="a label value is empty or up to 63 letters, digits, '-', '_' or '.' starting and ending with a letter or digit"
+type LabelValue string
+
 // LabelSelector is metav1.LabelSelector with bounds, so admission can check it cheaply.
 type LabelSelector struct {
-	// matchLabels are key=value pairs that must all match.
+	// matchLabels are key=value pairs that must all match; keys and values follow Kubernetes'
+	// label syntax.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
-	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="matchLabels: a key is an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.' starting and ending with a letter or digit (app, app.kubernetes.io/name)"
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
 
 	// matchExpressions must all match.
 	// +optional
@@ -100,7 +112,13 @@ func (s *LabelSelector) AsMetav1() *metav1.LabelSelector {
 	if s == nil {
 		return nil
 	}
-	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	out := &metav1.LabelSelector{}
+	if s.MatchLabels != nil {
+		out.MatchLabels = make(map[string]string, len(s.MatchLabels))
+		for k, v := range s.MatchLabels {
+			out.MatchLabels[k] = string(v)
+		}
+	}
 	for _, e := range s.MatchExpressions {
 		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key: e.Key, Operator: metav1.LabelSelectorOperator(e.Operator), Values: e.Values,

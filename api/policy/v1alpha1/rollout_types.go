@@ -1,7 +1,7 @@
 package v1alpha1
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // RolloutStrategy says how a change to a template travels over its clusters: wave by wave,
@@ -31,9 +31,12 @@ type RolloutStrategy struct {
 	AutoRollback *bool `json:"autoRollback,omitempty"`
 
 	// progressDeadline is how long a wave may take to become healthy before it counts as
-	// failed. Default 10m.
+	// failed: a duration such as 10m or whole seconds. Default 10m.
 	// +optional
-	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="progressDeadline: write a duration such as 90s, 10m or 1h30m, or whole seconds such as 600"
+	ProgressDeadline *intstr.IntOrString `json:"progressDeadline,omitempty"`
 
 	// backgroundAnalysis runs over the whole release; its failure fails the release.
 	// +optional
@@ -116,16 +119,24 @@ type CanaryStep struct {
 
 // PauseStep holds a canary.
 type PauseStep struct {
-	// duration to wait; unset waits for promote.
+	// duration to wait: a duration such as 30s or 5m, or whole seconds as Argo Rollouts
+	// writes it (30); unset waits for promote.
 	// +optional
-	Duration *metav1.Duration `json:"duration,omitempty"`
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="pause.duration: write a duration such as 30s, 5m or 1h, or whole seconds such as 30"
+	Duration *intstr.IntOrString `json:"duration,omitempty"`
 }
 
 // Gates hold a wave until they pass. Health is always a gate.
 type Gates struct {
-	// bakeTime is how long the wave must stay healthy.
+	// bakeTime is how long the wave must stay healthy: a duration such as 10m or whole
+	// seconds.
 	// +optional
-	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="bakeTime: write a duration such as 90s, 10m or 1h, or whole seconds such as 600"
+	BakeTime *intstr.IntOrString `json:"bakeTime,omitempty"`
 
 	// manualApproval waits for `flotilla release promote`.
 	// +optional
