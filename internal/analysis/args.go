@@ -2,8 +2,10 @@ package analysis
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 )
@@ -96,4 +98,49 @@ func metricArgReferences(m rolloutv1alpha1.Metric) map[string]string {
 		texts["provider.job.spec"] = string(p.Job.Spec.Raw)
 	}
 	return texts
+}
+
+// TemplateProblems reports what in a template keeps a run from being built, each naming its
+// field relative to the template's spec and the fix: a {{args.NAME}} that spec.args does not
+// declare (admission refuses those in queries, urls, bodies and headers; a Job spec is checked
+// only here), and a dryRun or measurementRetention entry naming no metric.
+func TemplateProblems(spec rolloutv1alpha1.AnalysisTemplateSpec) error {
+	declared := map[string]bool{}
+	for _, a := range spec.Args {
+		declared[a.Name] = true
+	}
+	metrics := map[string]bool{"*": true}
+	var errs []error
+	for i, m := range spec.Metrics {
+		metrics[m.Name] = true
+		texts := metricArgReferences(m)
+		fields := make([]string, 0, len(texts))
+		for f := range texts {
+			fields = append(fields, f)
+		}
+		sort.Strings(fields)
+		for _, f := range fields {
+			seen := map[string]bool{}
+			for _, ref := range argReference.FindAllStringSubmatch(texts[f], -1) {
+				if name := ref[1]; !declared[name] && !seen[name] {
+					seen[name] = true
+					errs = append(errs, fmt.Errorf("metrics[%d].%s: {{args.%s}} is not declared; add {name: %s} to spec.args (with a value, a valueFrom, or neither for the release to give) or fix the reference", i, f, name, name))
+				}
+			}
+		}
+	}
+	for i, d := range spec.DryRun {
+		if !metrics[d.MetricName] {
+			errs = append(errs, fmt.Errorf("dryRun[%d].metricName: %q is no metric of the template; name one of spec.metrics or *", i, d.MetricName))
+		}
+	}
+	for i, r := range spec.MeasurementRetention {
+		if !metrics[r.MetricName] {
+			errs = append(errs, fmt.Errorf("measurementRetention[%d].metricName: %q is no metric of the template; name one of spec.metrics or *", i, r.MetricName))
+		}
+		if r.Limit < 1 || r.Limit > MaxRetainedMeasurements {
+			errs = append(errs, fmt.Errorf("measurementRetention[%d].limit: %d is out of range; keep from 1 to %d measurements", i, r.Limit, MaxRetainedMeasurements))
+		}
+	}
+	return errors.Join(errs...)
 }

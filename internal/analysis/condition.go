@@ -13,9 +13,11 @@ import (
 )
 
 // conditionEnv declares `result` as any: its type depends on the provider, so it is checked
-// when the condition runs.
+// when the condition runs. Budget is the evaluation's allowance for the text it builds; the
+// compiler passes it to the bounded string functions (see boundStrings).
 type conditionEnv struct {
-	Result any `expr:"result"`
+	Result any         `expr:"result"`
+	Budget *textBudget `expr:"__budget"`
 }
 
 // maxCachedPrograms bounds the cache; expressions come from user objects, so their number is
@@ -35,7 +37,7 @@ func compileCondition(expression string) (*vm.Program, error) {
 	if ok {
 		return p, nil
 	}
-	p, err := expr.Compile(expression, expr.Env(conditionEnv{}), expr.AsBool())
+	p, err := expr.Compile(expression, conditionOptions()...)
 	if err != nil {
 		return nil, firstLine(err)
 	}
@@ -52,15 +54,17 @@ func compileCondition(expression string) (*vm.Program, error) {
 func evalCondition(field, expression string, result any) (bool, error) {
 	p, err := compileCondition(expression)
 	if err != nil {
-		return false, fmt.Errorf("%s %q does not compile: %w", field, expression, err)
+		return false, fmt.Errorf("%s %q does not compile: %w", field, shorten(expression, 200), err)
 	}
-	out, err := expr.Run(p, conditionEnv{Result: result})
+	machine := vm.VM{MemoryBudget: maxConditionElements}
+	out, err := machine.Run(p, conditionEnv{Result: result, Budget: &textBudget{left: maxConditionText}})
 	if err != nil {
-		return false, fmt.Errorf("%s %q on result %s: %w", field, expression, shorten(formatValue(result), 200), firstLine(err))
+		// The expression is shortened: the reason at the end must survive the message's limit.
+		return false, fmt.Errorf("%s %q on result %s: %w", field, shorten(expression, 200), shorten(formatValue(result), 200), firstLine(err))
 	}
 	b, ok := out.(bool)
 	if !ok {
-		return false, fmt.Errorf("%s %q returned %T, not a bool", field, expression, out)
+		return false, fmt.Errorf("%s %q returned %T, not a bool", field, shorten(expression, 200), out)
 	}
 	return b, nil
 }

@@ -143,6 +143,7 @@ func (c *Controller) measure(ctx context.Context, run *rolloutv1alpha1.AnalysisR
 		if !ok {
 			result = rolloutv1alpha1.MetricResult{Name: metric.Name, Phase: rolloutv1alpha1.AnalysisPending}
 		}
+		result.DryRun = IsDryRun(run.Spec, metric.Name)
 		if run.Spec.Terminate {
 			results[i] = c.terminate(ctx, run, metric, result)
 			continue
@@ -178,7 +179,7 @@ func (c *Controller) measureMetric(ctx context.Context, run *rolloutv1alpha1.Ana
 			return result, time.Time{}
 		}
 		var due time.Time
-		result, due = Record(metric, result, outcome, c.now(), runStart)
+		result, due = Record(metric, result, outcome, c.now(), runStart, Retention(run.Spec, metric.Name))
 		if result.Phase.Completed() {
 			return result, time.Time{}
 		}

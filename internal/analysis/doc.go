@@ -32,7 +32,27 @@
 // metric failed, else Error, else Inconclusive, else Successful once every metric is; when its
 // spec says terminate, metrics still measuring count as Successful.
 //
+// A dry-run metric (spec.dryRun, "*" for all) is measured and judged like any other, and its
+// result says dryRun, but its verdict never decides the run: the run waits for it to finish and
+// its message lists the dry-run metrics that did not succeed. A metric's result keeps its
+// latest 10 measurements, or its measurementRetention (at most 50). An interval of zero needs a
+// count: back to back without end is refused (at admission, and here as an Error run for a run
+// written before that rule).
+//
+// Conditions are bounded per evaluation, because users write them and the controller is
+// shared: at most 300 syntax nodes (compile time); at most 100,000 elements in all ranges,
+// arrays, maps and loop scopes together (expr's VM memory budget, which also bounds the
+// iterations of all loops); and at most 4 MiB of text and copied collections built, charged
+// before they are built. The last bound exists because expr charges what its functions built
+// only after building it (repeat("<990 bytes>", 1000000) allocated almost 1 GiB): `+` and every
+// builtin whose output grows with its input (repeat, replace, join, toJSON, string, upper,
+// lower, split, fromJSON, base64, keys, values, pairs, take, uniq, median) are rewritten at
+// compile time to wrappers that compute the size first (see bounds.go). What is not bounded is
+// wall-clock time: expr's VM cannot be interrupted, so a loop of up to 100,000 iterations that
+// scans a large result (a 4 MiB web response) with `matches` costs CPU, though no memory.
+//
 // {{args.NAME}} in a Prometheus query, a web url, body or header, and the Job spec is replaced
 // by the run's argument; a missing value is an error naming the argument. Values are inserted
-// as written (no URL or PromQL escaping).
+// as written (no URL or PromQL escaping). A template may use only the args it declares
+// (TemplateProblems); valueFrom args are resolved by the run's creator before NewRun.
 package analysis

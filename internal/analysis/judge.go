@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,8 +12,13 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 )
 
-// MaxMeasurements is how many measurements a metric result keeps; the counters keep counting.
+// MaxMeasurements is how many measurements a metric result keeps unless the run's
+// measurementRetention says otherwise; the counters keep counting.
 const MaxMeasurements = 10
+
+// MaxRetainedMeasurements bounds measurementRetention, as the API does: a run's status must
+// stay well inside an object's size limit.
+const MaxRetainedMeasurements = 50
 
 // DefaultConsecutiveErrorLimit applies when a metric sets no consecutiveErrorLimit.
 const DefaultConsecutiveErrorLimit = 4
@@ -37,10 +43,11 @@ type Outcome struct {
 }
 
 // Record adds an outcome to a metric's result at time now: it updates the counters, keeps the
-// latest MaxMeasurements measurements, decides the metric's phase, and returns when the next
-// measurement is due (zero once the metric is completed). An in-progress outcome is kept as a
-// Running measurement that the next outcome replaces. The result passed in is not modified.
-func Record(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, outcome Outcome, now, runStart time.Time) (rolloutv1alpha1.MetricResult, time.Time) {
+// latest keep measurements (MaxMeasurements when keep is 0, see Retention), decides the
+// metric's phase, and returns when the next measurement is due (zero once the metric is
+// completed). An in-progress outcome is kept as a Running measurement that the next outcome
+// replaces. The result passed in is not modified.
+func Record(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, outcome Outcome, now, runStart time.Time, keep int) (rolloutv1alpha1.MetricResult, time.Time) {
 	result = *result.DeepCopy()
 	result.Name = metric.Name
 	if result.Phase.Completed() {
@@ -84,7 +91,11 @@ func Record(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, 
 		}
 	}
 	result.Measurements = append(result.Measurements, m)
-	if extra := len(result.Measurements) - MaxMeasurements; extra > 0 {
+	if keep <= 0 {
+		keep = MaxMeasurements
+	}
+	keep = min(keep, MaxRetainedMeasurements)
+	if extra := len(result.Measurements) - keep; extra > 0 {
 		result.Measurements = append([]rolloutv1alpha1.Measurement(nil), result.Measurements[extra:]...)
 	}
 	result.Phase, result.Message = MetricPhase(metric, result)
@@ -132,6 +143,34 @@ func wantedCount(metric rolloutv1alpha1.Metric) int32 {
 	return 0
 }
 
+// Retention is how many measurements the run keeps of a metric: its own measurementRetention
+// entry, else the "*" entry, else MaxMeasurements.
+func Retention(spec rolloutv1alpha1.AnalysisRunSpec, metric string) int {
+	keep := 0
+	for _, r := range spec.MeasurementRetention {
+		switch r.MetricName {
+		case metric:
+			return int(r.Limit)
+		case "*":
+			keep = int(r.Limit)
+		}
+	}
+	if keep == 0 {
+		return MaxMeasurements
+	}
+	return keep
+}
+
+// IsDryRun says whether the run only records the metric's verdict.
+func IsDryRun(spec rolloutv1alpha1.AnalysisRunSpec, metric string) bool {
+	for _, d := range spec.DryRun {
+		if d.MetricName == metric || d.MetricName == "*" {
+			return true
+		}
+	}
+	return false
+}
+
 // NextMeasurementAt is when the metric's next measurement is due: initialDelay after the run
 // started for the first, interval after the previous one finished for the others (an error
 // without an interval is retried after errorRetryDelay), and at once while one is in progress.
@@ -165,9 +204,10 @@ func NextMeasurementAt(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.Met
 }
 
 // RunPhase decides a run's phase from its metrics' results: Failed when any metric failed,
-// else Error, else Inconclusive, else Successful when all are; Running otherwise. With
-// spec.terminate, metrics without a verdict count as Successful. The message names the metric
-// that decided.
+// else Error, else Inconclusive, else Successful when all are; Running otherwise. A dry-run
+// metric's verdict decides nothing: it counts as done once it has one, and the message says
+// how it ended. With spec.terminate, metrics without a verdict count as Successful. The
+// message names the metric that decided.
 func RunPhase(spec rolloutv1alpha1.AnalysisRunSpec, results []rolloutv1alpha1.MetricResult) (rolloutv1alpha1.AnalysisPhase, string) {
 	byName := make(map[string]rolloutv1alpha1.MetricResult, len(results))
 	for _, r := range results {
@@ -175,7 +215,7 @@ func RunPhase(spec rolloutv1alpha1.AnalysisRunSpec, results []rolloutv1alpha1.Me
 	}
 	firstIn := func(phase rolloutv1alpha1.AnalysisPhase) (string, bool) {
 		for _, m := range spec.Metrics {
-			if r := byName[m.Name]; r.Phase == phase {
+			if r := byName[m.Name]; r.Phase == phase && !IsDryRun(spec, m.Name) {
 				return shorten(fmt.Sprintf("metric %s: %s", m.Name, r.Message), maxRunMessageLength), true
 			}
 		}
@@ -187,18 +227,30 @@ func RunPhase(spec rolloutv1alpha1.AnalysisRunSpec, results []rolloutv1alpha1.Me
 		}
 	}
 	done := 0
+	var dry []string
 	for _, m := range spec.Metrics {
-		if byName[m.Name].Phase == rolloutv1alpha1.AnalysisSuccessful {
+		r := byName[m.Name]
+		switch {
+		case IsDryRun(spec, m.Name) && r.Phase.Completed():
+			done++
+			if r.Phase != rolloutv1alpha1.AnalysisSuccessful {
+				dry = append(dry, fmt.Sprintf("%s %s", m.Name, r.Phase))
+			}
+		case r.Phase == rolloutv1alpha1.AnalysisSuccessful:
 			done++
 		}
 	}
+	note := ""
+	if len(dry) > 0 {
+		note = fmt.Sprintf("; dry run, not counted: %s", strings.Join(dry, ", "))
+	}
 	switch {
 	case spec.Terminate:
-		return rolloutv1alpha1.AnalysisSuccessful, "terminated: no metric failed; metrics without a verdict count as successful"
+		return rolloutv1alpha1.AnalysisSuccessful, shorten("terminated: no metric failed; metrics without a verdict count as successful"+note, maxRunMessageLength)
 	case done == len(spec.Metrics):
-		return rolloutv1alpha1.AnalysisSuccessful, fmt.Sprintf("all %d metrics successful", done)
+		return rolloutv1alpha1.AnalysisSuccessful, shorten(fmt.Sprintf("all %d metrics successful", done)+note, maxRunMessageLength)
 	}
-	return rolloutv1alpha1.AnalysisRunning, fmt.Sprintf("%d of %d metrics successful so far", done, len(spec.Metrics))
+	return rolloutv1alpha1.AnalysisRunning, shorten(fmt.Sprintf("%d of %d metrics done so far", done, len(spec.Metrics))+note, maxRunMessageLength)
 }
 
 // ValidateMetrics reports what would keep metrics from being measured, each error naming its
@@ -224,6 +276,10 @@ func ValidateMetrics(metrics []rolloutv1alpha1.Metric) error {
 			if v, err := time.ParseDuration(d.value); err != nil || v < 0 {
 				errs = append(errs, fmt.Errorf("%s.%s: %q is not a duration; write it like 30s or 5m", field, d.name, d.value))
 			}
+		}
+		if v, err := time.ParseDuration(string(m.Interval)); err == nil && v == 0 && wantedCount(m) == 0 {
+			// Admission refuses it too; a run from before that rule must not spin.
+			errs = append(errs, fmt.Errorf("%s.interval: %q without a count measures back to back forever; set an interval such as 30s, or a count of at least 1", field, m.Interval))
 		}
 		for _, c := range []struct{ name, expression string }{{"successCondition", m.SuccessCondition}, {"failureCondition", m.FailureCondition}} {
 			if c.expression == "" {

@@ -33,7 +33,7 @@ func recordAll(m rolloutv1alpha1.Metric, phases ...rolloutv1alpha1.AnalysisPhase
 	result := rolloutv1alpha1.MetricResult{Name: m.Name, Phase: rolloutv1alpha1.AnalysisPending}
 	for i, p := range phases {
 		now := t0.Add(time.Duration(i) * time.Minute)
-		result, _ = Record(m, result, Outcome{Phase: p, Value: strconv.Itoa(i), StartedAt: now}, now, t0)
+		result, _ = Record(m, result, Outcome{Phase: p, Value: strconv.Itoa(i), StartedAt: now}, now, t0, 0)
 	}
 	return result
 }
@@ -145,12 +145,73 @@ func TestRecordKeepsTheLatestMeasurements(t *testing.T) {
 	}
 }
 
+func TestMeasurementRetention(t *testing.T) {
+	spec := rolloutv1alpha1.AnalysisRunSpec{MeasurementRetention: []rolloutv1alpha1.MeasurementRetention{{MetricName: "*", Limit: 3}, {MetricName: "long", Limit: 20}}}
+	tests := []struct {
+		name   string
+		spec   rolloutv1alpha1.AnalysisRunSpec
+		metric string
+		want   int
+	}{
+		{name: "default", metric: "m", want: MaxMeasurements},
+		{name: "every metric", spec: spec, metric: "m", want: 3},
+		{name: "its own entry beats *", spec: spec, metric: "long", want: 20},
+		{name: "bounded", spec: rolloutv1alpha1.AnalysisRunSpec{MeasurementRetention: []rolloutv1alpha1.MeasurementRetention{{MetricName: "m", Limit: 5000}}}, metric: "m", want: MaxRetainedMeasurements},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := webMetric(tt.metric)
+			m.Interval = "1m"
+			result := rolloutv1alpha1.MetricResult{Name: m.Name}
+			for i := range 60 {
+				now := t0.Add(time.Duration(i) * time.Minute)
+				result, _ = Record(m, result, Outcome{Phase: S, Value: strconv.Itoa(i), StartedAt: now}, now, t0, Retention(tt.spec, tt.metric))
+			}
+			if len(result.Measurements) != tt.want || result.Count != 60 {
+				t.Fatalf("kept %d measurements (count %d), want %d", len(result.Measurements), result.Count, tt.want)
+			}
+			if last := result.Measurements[tt.want-1].Value; last != "59" {
+				t.Errorf("last kept measurement %s, want the latest (59)", last)
+			}
+		})
+	}
+}
+
+func TestDryRunMetricsDecideNothing(t *testing.T) {
+	metrics := []rolloutv1alpha1.Metric{{Name: "a"}, {Name: "b"}}
+	tests := []struct {
+		name    string
+		dryRun  []rolloutv1alpha1.DryRun
+		results []rolloutv1alpha1.AnalysisPhase
+		want    rolloutv1alpha1.AnalysisPhase
+		message string
+	}{
+		{name: "not dry run: a failure fails", results: []rolloutv1alpha1.AnalysisPhase{F, S}, want: F},
+		{name: "a dry-run failure is recorded only", dryRun: []rolloutv1alpha1.DryRun{{MetricName: "a"}}, results: []rolloutv1alpha1.AnalysisPhase{F, S}, want: S, message: "dry run, not counted: a Failed"},
+		{name: "dry-run error and inconclusive too", dryRun: []rolloutv1alpha1.DryRun{{MetricName: "*"}}, results: []rolloutv1alpha1.AnalysisPhase{E, I}, want: S, message: "a Error, b Inconclusive"},
+		{name: "the run waits for a dry-run metric", dryRun: []rolloutv1alpha1.DryRun{{MetricName: "a"}}, results: []rolloutv1alpha1.AnalysisPhase{R, S}, want: R},
+		{name: "other metrics still decide", dryRun: []rolloutv1alpha1.DryRun{{MetricName: "a"}}, results: []rolloutv1alpha1.AnalysisPhase{F, F}, want: F, message: "metric b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var results []rolloutv1alpha1.MetricResult
+			for i, p := range tt.results {
+				results = append(results, rolloutv1alpha1.MetricResult{Name: metrics[i].Name, Phase: p})
+			}
+			got, msg := RunPhase(rolloutv1alpha1.AnalysisRunSpec{Metrics: metrics, DryRun: tt.dryRun}, results)
+			if got != tt.want || !strings.Contains(msg, tt.message) {
+				t.Errorf("RunPhase = %s %q, want %s containing %q", got, msg, tt.want, tt.message)
+			}
+		})
+	}
+}
+
 func TestRecordDoesNotModifyItsInput(t *testing.T) {
 	m := webMetric("m")
 	m.Interval = "1m"
 	before := recordAll(m, S, S)
 	snapshot := before.DeepCopy()
-	Record(m, before, Outcome{Phase: F}, t0.Add(time.Hour), t0)
+	Record(m, before, Outcome{Phase: F}, t0.Add(time.Hour), t0, 0)
 	if diff := cmp.Diff(snapshot, &before); diff != "" {
 		t.Errorf("input changed (-before +after):\n%s", diff)
 	}
@@ -159,7 +220,7 @@ func TestRecordDoesNotModifyItsInput(t *testing.T) {
 func TestRecordInProgress(t *testing.T) {
 	m := rolloutv1alpha1.Metric{Name: "smoke", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{}}}
 	result := rolloutv1alpha1.MetricResult{Name: "smoke"}
-	result, next := Record(m, result, Outcome{Phase: R, StartedAt: t0}, t0, t0)
+	result, next := Record(m, result, Outcome{Phase: R, StartedAt: t0}, t0, t0, 0)
 	if result.Phase != R || result.Count != 0 || len(result.Measurements) != 1 || result.Measurements[0].FinishedAt != nil {
 		t.Fatalf("in progress: %+v", result)
 	}
@@ -167,11 +228,11 @@ func TestRecordInProgress(t *testing.T) {
 		t.Errorf("a measurement in progress is read again at once, got %s", next)
 	}
 	// Still running a little later: nothing changes.
-	again, _ := Record(m, result, Outcome{Phase: R, StartedAt: t0.Add(5 * time.Second)}, t0.Add(5*time.Second), t0)
+	again, _ := Record(m, result, Outcome{Phase: R, StartedAt: t0.Add(5 * time.Second)}, t0.Add(5*time.Second), t0, 0)
 	if diff := cmp.Diff(result, again); diff != "" {
 		t.Errorf("still running changed the result:\n%s", diff)
 	}
-	done, next := Record(m, again, Outcome{Phase: S, Value: "true", StartedAt: t0.Add(10 * time.Second)}, t0.Add(10*time.Second), t0)
+	done, next := Record(m, again, Outcome{Phase: S, Value: "true", StartedAt: t0.Add(10 * time.Second)}, t0.Add(10*time.Second), t0, 0)
 	want := []rolloutv1alpha1.Measurement{{Phase: S, Value: "true", StartedAt: &metav1.Time{Time: t0}, FinishedAt: &metav1.Time{Time: t0.Add(10 * time.Second)}}}
 	if diff := cmp.Diff(want, done.Measurements); diff != "" {
 		t.Errorf("measurements (-want +got):\n%s", diff)
@@ -227,7 +288,7 @@ func TestScheduleByCountAndInterval(t *testing.T) {
 			now = due
 		}
 		taken = append(taken, now.Sub(t0))
-		result, _ = Record(m, result, Outcome{Phase: S, StartedAt: now}, now.Add(time.Second), t0)
+		result, _ = Record(m, result, Outcome{Phase: S, StartedAt: now}, now.Add(time.Second), t0, 0)
 		now = now.Add(time.Second)
 	}
 	want := []time.Duration{30 * time.Second, 91 * time.Second, 152 * time.Second}
@@ -284,11 +345,18 @@ func TestValidateMetrics(t *testing.T) {
 	badJob := rolloutv1alpha1.Metric{Name: "job", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{Spec: runtime.RawExtension{Raw: []byte(`[1]`)}}}}
 	badMethod := webMetric("method")
 	badMethod.Provider.Web.Method = "PUT"
+	spinning := webMetric("spinning")
+	spinning.Interval = "0s"
 
 	if err := ValidateMetrics([]rolloutv1alpha1.Metric{good}); err != nil {
 		t.Errorf("valid metric: %v", err)
 	}
-	err := ValidateMetrics([]rolloutv1alpha1.Metric{good, twoProviders, badInterval, badCondition, badJob, badMethod})
+	countedBackToBack := webMetric("counted")
+	countedBackToBack.Interval, countedBackToBack.Count = "0s", ptr.To[int32](3)
+	if err := ValidateMetrics([]rolloutv1alpha1.Metric{countedBackToBack}); err != nil {
+		t.Errorf("a zero interval with a count: %v", err)
+	}
+	err := ValidateMetrics([]rolloutv1alpha1.Metric{good, twoProviders, badInterval, badCondition, badJob, badMethod, spinning})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -298,6 +366,7 @@ func TestValidateMetrics(t *testing.T) {
 		"metrics[3].failureCondition: unexpected token",
 		"metrics[4].provider.job.spec: must be a batch/v1 JobSpec object",
 		`metrics[5].provider.web.method: "PUT" is not supported`,
+		`metrics[6].interval: "0s" without a count measures back to back forever`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)

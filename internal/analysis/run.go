@@ -11,20 +11,42 @@ import (
 )
 
 // NewRun builds an AnalysisRun from templates: their metrics together, in template order, and
-// their arguments resolved, a value in args overriding a template's default. A metric name
-// used twice, an argument left without a value, and a {{args.NAME}} no template declares are
-// errors naming it. Arguments of args that no template declares are ignored. The run is not
-// created: the caller owns it.
+// their arguments resolved, a value in args overriding a template's default. A template's
+// valueFrom is the caller's to resolve into a value first (the release controller does). A
+// metric name used twice, an argument left without a value, and a {{args.NAME}} its template
+// does not declare are errors naming it. Arguments of args that no template declares are
+// ignored. Each template's dryRun and measurementRetention apply to its own metrics ("*"
+// becomes their names); the run's inconclusive is Fail when any template says Fail. The run is
+// not created: the caller owns it.
 func NewRun(namespace, name string, templates []rolloutv1alpha1.AnalysisTemplateSpec, args []rolloutv1alpha1.Argument, clusters []string) (*rolloutv1alpha1.AnalysisRun, error) {
 	if len(templates) == 0 {
 		return nil, errors.New("no analysis template: a run needs at least one")
 	}
 	given := argValues(args)
 	var metrics []rolloutv1alpha1.Metric
+	var dryRun []rolloutv1alpha1.DryRun
+	var retention []rolloutv1alpha1.MeasurementRetention
+	var inconclusive rolloutv1alpha1.InconclusivePolicy
 	seenMetric := map[string]int{}
 	var resolved []rolloutv1alpha1.Argument
 	resolvedIndex := map[string]int{}
 	for t, tmpl := range templates {
+		if err := TemplateProblems(tmpl); err != nil {
+			return nil, fmt.Errorf("templates[%d]: %w", t, err)
+		}
+		dryRun = append(dryRun, ownMetrics(tmpl, tmpl.DryRun, func(d rolloutv1alpha1.DryRun) string { return d.MetricName },
+			func(d rolloutv1alpha1.DryRun, name string) rolloutv1alpha1.DryRun { d.MetricName = name; return d })...)
+		retention = append(retention, ownMetrics(tmpl, tmpl.MeasurementRetention, func(r rolloutv1alpha1.MeasurementRetention) string { return r.MetricName },
+			func(r rolloutv1alpha1.MeasurementRetention, name string) rolloutv1alpha1.MeasurementRetention {
+				r.MetricName = name
+				return r
+			})...)
+		switch {
+		case tmpl.Inconclusive == rolloutv1alpha1.InconclusiveFail:
+			inconclusive = rolloutv1alpha1.InconclusiveFail
+		case inconclusive == "":
+			inconclusive = tmpl.Inconclusive
+		}
 		for _, m := range tmpl.Metrics {
 			if first, dup := seenMetric[m.Name]; dup {
 				return nil, fmt.Errorf("metric %q is in templates %d and %d; rename one of them", m.Name, first, t)
@@ -57,13 +79,19 @@ func NewRun(namespace, name string, templates []rolloutv1alpha1.AnalysisTemplate
 	}
 	for _, a := range resolved {
 		if a.Value == nil {
+			if fromValueFrom(templates, a.Name) {
+				return nil, fmt.Errorf("argument %q takes its value from valueFrom, which a release resolves; give it a value in the run's args", a.Name)
+			}
 			return nil, fmt.Errorf("argument %q has no value; give it one in the run's args or a default in the template", a.Name)
 		}
 	}
 	spec := rolloutv1alpha1.AnalysisRunSpec{
-		Args:     resolved,
-		Metrics:  metrics,
-		Clusters: append([]string(nil), clusters...),
+		Args:                 resolved,
+		Metrics:              metrics,
+		Clusters:             append([]string(nil), clusters...),
+		DryRun:               dryRun,
+		MeasurementRetention: retention,
+		Inconclusive:         inconclusive,
 	}
 	if err := validateRun(spec); err != nil {
 		return nil, err
@@ -73,6 +101,42 @@ func NewRun(namespace, name string, templates []rolloutv1alpha1.AnalysisTemplate
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       spec,
 	}, nil
+}
+
+// fromValueFrom says whether a template takes the argument from valueFrom.
+func fromValueFrom(templates []rolloutv1alpha1.AnalysisTemplateSpec, name string) bool {
+	for _, t := range templates {
+		for _, a := range t.Args {
+			if a.Name == name && a.ValueFrom != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ownMetrics applies a template's per-metric entries to its own metrics in a run of several
+// templates: "*" becomes one entry per metric of the template without an entry of its own.
+func ownMetrics[T any](tmpl rolloutv1alpha1.AnalysisTemplateSpec, entries []T, nameOf func(T) string, named func(T, string) T) []T {
+	var out []T
+	own := map[string]bool{}
+	var star *T
+	for i, e := range entries {
+		if nameOf(e) == "*" {
+			star = &entries[i]
+			continue
+		}
+		own[nameOf(e)] = true
+		out = append(out, e)
+	}
+	if star != nil {
+		for _, m := range tmpl.Metrics {
+			if !own[m.Name] {
+				out = append(out, named(*star, m.Name))
+			}
+		}
+	}
+	return out
 }
 
 // validateRun reports what would make every measurement of the run fail: invalid metrics, an

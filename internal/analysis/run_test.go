@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 )
 
@@ -104,6 +105,25 @@ func TestNewRun(t *testing.T) {
 		t.Errorf("window = %s, want the template's default 5m", got)
 	}
 
+	// Each template's dryRun, retention and inconclusive apply to its own metrics.
+	errorRate.DryRun = []rolloutv1alpha1.DryRun{{MetricName: "*"}}
+	errorRate.MeasurementRetention = []rolloutv1alpha1.MeasurementRetention{{MetricName: "*", Limit: 30}}
+	latency.Inconclusive = rolloutv1alpha1.InconclusiveFail
+	errorRate.Inconclusive = rolloutv1alpha1.InconclusivePause
+	both, err := NewRun("shop", "r", []rolloutv1alpha1.AnalysisTemplateSpec{errorRate, latency}, []rolloutv1alpha1.Argument{{Name: "service", Value: ptr.To("cart")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]rolloutv1alpha1.DryRun{{MetricName: "success-rate"}}, both.Spec.DryRun); diff != "" {
+		t.Errorf("dryRun (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]rolloutv1alpha1.MeasurementRetention{{MetricName: "success-rate", Limit: 30}}, both.Spec.MeasurementRetention); diff != "" {
+		t.Errorf("measurementRetention (-want +got):\n%s", diff)
+	}
+	if both.Spec.Inconclusive != rolloutv1alpha1.InconclusiveFail {
+		t.Errorf("inconclusive = %q, want Fail when any template says so", both.Spec.Inconclusive)
+	}
+
 	// The run must not share memory with the templates.
 	run.Spec.Metrics[0].Provider.Prometheus.Query = "changed"
 	if errorRate.Metrics[0].Provider.Prometheus.Query == "changed" {
@@ -126,8 +146,15 @@ func TestNewRunErrors(t *testing.T) {
 		{name: "duplicate metric", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs(nil, promMetric("rate", "up")), withArgs(nil, promMetric("rate", "up"))}, wantError: `metric "rate" is in templates 0 and 1`},
 		{name: "argument without value", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs([]rolloutv1alpha1.Argument{{Name: "service"}}, promMetric("rate", "{{args.service}}"))}, wantError: `argument "service" has no value`},
 		{name: "run argument without value", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs([]rolloutv1alpha1.Argument{{Name: "service"}}, promMetric("rate", "{{args.service}}"))}, args: []rolloutv1alpha1.Argument{{Name: "service"}}, wantError: `argument "service" has no value`},
-		{name: "undeclared reference", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs(nil, promMetric("rate", "{{args.service}}"))}, wantError: `metrics[0].provider.prometheus.query: argument "service" has no value`},
-		{name: "undeclared reference in a job", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs(nil, job)}, wantError: `metrics[0].provider.job.spec: argument "image"`},
+		{name: "undeclared reference", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs(nil, promMetric("rate", "{{args.service}}"))}, wantError: `templates[0]: metrics[0].provider.prometheus.query: {{args.service}} is not declared; add {name: service} to spec.args`},
+		{name: "undeclared reference in a job", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs(nil, job)}, wantError: `metrics[0].provider.job.spec: {{args.image}} is not declared`},
+		{name: "declared in another template only", templates: []rolloutv1alpha1.AnalysisTemplateSpec{
+			withArgs([]rolloutv1alpha1.Argument{{Name: "service", Value: ptr.To("cart")}}, promMetric("a", "up")),
+			withArgs(nil, promMetric("b", "{{args.service}}")),
+		}, wantError: `templates[1]: metrics[0].provider.prometheus.query: {{args.service}} is not declared`},
+		{name: "valueFrom left unresolved", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs([]rolloutv1alpha1.Argument{{Name: "image", ValueFrom: &policyv1alpha1.ArgumentValueFrom{FieldRef: &policyv1alpha1.ArgumentFieldRef{FieldPath: "spec.x"}}}}, promMetric("rate", "{{args.image}}"))}, wantError: `argument "image" takes its value from valueFrom`},
+		{name: "dryRun of no metric", templates: []rolloutv1alpha1.AnalysisTemplateSpec{{Metrics: []rolloutv1alpha1.Metric{promMetric("a", "up")}, DryRun: []rolloutv1alpha1.DryRun{{MetricName: "b"}}}}, wantError: `dryRun[0].metricName: "b" is no metric of the template`},
+		{name: "retention of no metric", templates: []rolloutv1alpha1.AnalysisTemplateSpec{{Metrics: []rolloutv1alpha1.Metric{promMetric("a", "up")}, MeasurementRetention: []rolloutv1alpha1.MeasurementRetention{{MetricName: "b", Limit: 3}}}}, wantError: `measurementRetention[0].metricName: "b"`},
 		{name: "job metric without clusters", templates: []rolloutv1alpha1.AnalysisTemplateSpec{withArgs([]rolloutv1alpha1.Argument{{Name: "image", Value: ptr.To("curl")}}, job)}, wantError: "clusters: metrics[0] is a job metric"},
 		{name: "conflicting defaults", templates: []rolloutv1alpha1.AnalysisTemplateSpec{
 			withArgs([]rolloutv1alpha1.Argument{{Name: "w", Value: ptr.To("5m")}}, promMetric("a", "up")),

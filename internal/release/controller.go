@@ -253,6 +253,10 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		if phase == rolloutv1alpha1.AnalysisFailed || phase == rolloutv1alpha1.AnalysisError || phase == rolloutv1alpha1.AnalysisInconclusive {
 			return c.failed(ctx, s, fmt.Sprintf("background analysis %s", phase))
 		}
+		if phase == analysisPaused && !rel.Spec.PromoteFull {
+			status.Message = "background analysis " + status.BackgroundAnalysisRun + " Inconclusive; `flotilla release promote --full` takes the release through, `flotilla release abort` rolls back"
+			return nil
+		}
 	}
 
 	// Clusters of finished waves that joined since run the new revision at once.
@@ -535,8 +539,14 @@ func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release,
 			return
 		}
 		for j, t := range gate.Templates {
-			if _, err := c.template(ctx, rel.Namespace, t); err != nil {
+			spec, err := c.template(ctx, rel.Namespace, t)
+			if err != nil {
 				problems = append(problems, fmt.Sprintf("blocking: %s.templates[%d].templateName: %v", field, j, err))
+				continue
+			}
+			if err := analysis.TemplateProblems(*spec); err != nil {
+				problems = append(problems, fmt.Sprintf("blocking: %s.templates[%d]: %s %s: spec.%s", field, j, templateKind(t), t.TemplateName,
+					strings.ReplaceAll(err.Error(), "\n", "; spec.")))
 			}
 		}
 	}
@@ -596,9 +606,30 @@ func (c *Controller) waveAnalysis(ctx context.Context, s *step, ws *rolloutv1alp
 		return true, nil
 	case rolloutv1alpha1.AnalysisFailed, rolloutv1alpha1.AnalysisError, rolloutv1alpha1.AnalysisInconclusive:
 		return false, c.failed(ctx, s, fmt.Sprintf("%s: analysis %s %s", where, ws.AnalysisRun, phase))
+	case analysisPaused:
+		// A gate passes by promote (promotedWave skips the wave's gates); a canary step by
+		// promote standing at it.
+		if suffix != wave.Name && s.rel.Spec.PromotedStep == fmt.Sprintf("%s/%d", wave.Name, ws.CurrentStep) {
+			return true, nil
+		}
+		ws.Phase = rolloutv1alpha1.WaveWaitingForApproval
+		ws.Message = prefix + "analysis " + ws.AnalysisRun + " Inconclusive; `flotilla release promote` passes it, `flotilla release abort` rolls back"
+		s.status.Message = where + ": " + ws.Message
+		return false, nil
 	}
 	ws.Phase, ws.Message = rolloutv1alpha1.WaveAnalyzing, prefix+"analysis "+ws.AnalysisRun+" running"
 	return false, nil
+}
+
+// analysisPaused is what analysisPhase reports for an Inconclusive run whose templates say
+// Pause: the release waits for a person. It is never written anywhere.
+const analysisPaused rolloutv1alpha1.AnalysisPhase = "InconclusivePaused"
+
+func templateKind(ref policyv1alpha1.AnalysisTemplateRef) string {
+	if ref.ClusterScope {
+		return "ClusterAnalysisTemplate"
+	}
+	return "AnalysisTemplate"
 }
 
 // analysisRunName names a gate's run; a retry gets fresh runs.
@@ -620,6 +651,9 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 	run := &rolloutv1alpha1.AnalysisRun{}
 	err := c.Client.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: name}, run)
 	if err == nil {
+		if run.Status.Phase == rolloutv1alpha1.AnalysisInconclusive && run.Spec.Inconclusive != rolloutv1alpha1.InconclusiveFail {
+			return analysisPaused, nil
+		}
 		return run.Status.Phase, nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -640,8 +674,9 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 		{Name: "wave", Value: value(suffix)}, {Name: "clusters", Value: value(strings.Join(clusters, ","))},
 		{Name: "cluster-regex", Value: value(strings.Join(clusters, "|"))}, // for PromQL: cluster=~"{{args.cluster-regex}}"
 	}
-	for _, a := range gate.Args {
-		args = append(args, rolloutv1alpha1.Argument{Name: a.Name, Value: value(a.Value)})
+	args, specs, err = c.resolveArgs(ctx, s, gate, args, specs)
+	if err != nil {
+		return "", err
 	}
 	run, err = analysis.NewRun(rel.Namespace, name, specs, args, clusters)
 	if err != nil {

@@ -191,4 +191,9 @@ type AnalysisArg struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Value string `json:"value,omitempty"`
+
+	// valueFrom takes the value from the template being released instead (a field, or the
+	// new or stable revision's hash); set value or valueFrom, not both.
+	// +optional
+	ValueFrom *ArgumentValueFrom `json:"valueFrom,omitempty"`
 }

@@ -3,32 +3,43 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 )
 
 // Argument is a template argument; a template may leave the value for the run to fill in.
+// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.valueFrom))",message="args: set value or valueFrom, not both"
 type Argument struct {
+	// name the metrics use as {{args.NAME}}.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
+	// value of the argument: a default in a template, which the policy's gate args override.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Value *string `json:"value,omitempty"`
+	// valueFrom takes the value from the template being released (a field, or the new or
+	// stable revision's hash) when the release creates the run; the policy's gate args
+	// override it. A run's args always hold values.
+	// +optional
+	ValueFrom *policyv1alpha1.ArgumentValueFrom `json:"valueFrom,omitempty"`
 }
 
-// Duration is a Go duration string such as 30s or 5m.
+// Duration is a Go duration string such as 30s or 5m; a negative duration cannot be written.
 // +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 // +kubebuilder:validation:MaxLength=32
 type Duration string
 
 // Metric is one measurement taken repeatedly and judged by its conditions.
 // +kubebuilder:validation:XValidation:rule="[has(self.provider.prometheus), has(self.provider.web), has(self.provider.job)].filter(x, x).size() == 1",message="a metric has exactly one provider: prometheus, web or job"
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !self.interval.matches('^(0+([.]0+)?(ns|us|µs|ms|s|m|h))+$') || (has(self.count) && self.count > 0)",message="interval: a zero interval without a count measures back to back forever; set an interval such as 30s, or a count of at least 1"
 type Metric struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// interval between measurements. Default: one measurement.
+	// interval between measurements. Default: one measurement. A zero interval needs a count.
 	// +optional
 	Interval Duration `json:"interval,omitempty"`
 	// initialDelay before the first measurement.
@@ -156,9 +167,47 @@ type JobMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
+// InconclusivePolicy says what an Inconclusive run does to the release that waits for it.
+// +kubebuilder:validation:Enum=Pause;Fail
+type InconclusivePolicy string
+
+// Inconclusive policies.
+const (
+	// InconclusivePause pauses the release for a person, as Argo Rollouts does: `flotilla
+	// release promote` passes the analysis, `flotilla release abort` rolls back.
+	InconclusivePause InconclusivePolicy = "Pause"
+	// InconclusiveFail fails the wave as a failed analysis does.
+	InconclusiveFail InconclusivePolicy = "Fail"
+)
+
+// DryRun names metrics whose failure is recorded but never fails the run.
+type DryRun struct {
+	// metricName is a metric of the template, or "*" for every metric.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	MetricName string `json:"metricName"`
+}
+
+// MeasurementRetention says how many measurements of a metric its result keeps.
+type MeasurementRetention struct {
+	// metricName is a metric of the template, or "*" for every metric without an entry of
+	// its own.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	MetricName string `json:"metricName"`
+	// limit is how many of the latest measurements are kept (the counters keep counting).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	Limit int32 `json:"limit"`
+}
+
 // AnalysisTemplateSpec is a reusable analysis.
+// +kubebuilder:validation:XValidation:rule="self.metrics.all(m, ((has(m.provider.prometheus) ? [m.provider.prometheus.query] : []) + (has(m.provider.web) ? [m.provider.web.url] + (has(m.provider.web.body) ? [m.provider.web.body] : []) + (has(m.provider.web.headers) ? m.provider.web.headers.map(h, h.value) : []) : [])).all(t, t.findAll('[{][{][ ]*args[.][^{} ]+[ ]*[}][}]').all(r, has(self.args) && self.args.exists(a, a.name == r.replace('{', ' ').replace('}', ' ').trim().substring(5)))))",message="metrics: a query, url, body or header uses {{args.NAME}} that spec.args does not declare; declare it in spec.args (with a value, a valueFrom, or neither for the release to give) or fix the reference"
 type AnalysisTemplateSpec struct {
-	// args the metrics use as {{args.NAME}}.
+	// args the metrics use as {{args.NAME}}; a metric may use only the args declared here.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -171,6 +220,27 @@ type AnalysisTemplateSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	Metrics []Metric `json:"metrics"`
+	// dryRun lists metrics whose failure, error or inconclusive verdict is recorded (the
+	// metric result says dryRun) but never decides the run; metricName "*" is every metric.
+	// The run still waits for them to finish.
+	// +optional
+	// +listType=map
+	// +listMapKey=metricName
+	// +kubebuilder:validation:MaxItems=16
+	DryRun []DryRun `json:"dryRun,omitempty"`
+	// measurementRetention sets how many measurements a metric's result keeps, from 1 to 50;
+	// "*" is every metric without an entry of its own. Default 10.
+	// +optional
+	// +listType=map
+	// +listMapKey=metricName
+	// +kubebuilder:validation:MaxItems=16
+	MeasurementRetention []MeasurementRetention `json:"measurementRetention,omitempty"`
+	// inconclusive says what an Inconclusive run does to the release: Pause (the default)
+	// holds it for a person (`flotilla release promote` passes the analysis, `abort` rolls
+	// back), Fail fails the wave like a failed analysis. A run of several templates fails
+	// when any of them says Fail.
+	// +optional
+	Inconclusive InconclusivePolicy `json:"inconclusive,omitempty"`
 }
 
 // AnalysisTemplate is an analysis of one namespace.
@@ -254,6 +324,23 @@ type AnalysisRunSpec struct {
 	// Rollouts (background analysis of a finished release).
 	// +optional
 	Terminate bool `json:"terminate,omitempty"`
+	// dryRun lists metrics whose verdict is recorded but never decides the run; "*" is every
+	// metric.
+	// +optional
+	// +listType=map
+	// +listMapKey=metricName
+	// +kubebuilder:validation:MaxItems=64
+	DryRun []DryRun `json:"dryRun,omitempty"`
+	// measurementRetention sets how many measurements a metric's result keeps; default 10.
+	// +optional
+	// +listType=map
+	// +listMapKey=metricName
+	// +kubebuilder:validation:MaxItems=64
+	MeasurementRetention []MeasurementRetention `json:"measurementRetention,omitempty"`
+	// inconclusive says what an Inconclusive verdict does to the release reading the run:
+	// Pause (the default) or Fail.
+	// +optional
+	Inconclusive InconclusivePolicy `json:"inconclusive,omitempty"`
 }
 
 // Measurement is one observation.
@@ -280,10 +367,14 @@ type MetricResult struct {
 	Name string `json:"name"`
 	// +required
 	Phase AnalysisPhase `json:"phase"`
-	// measurements, the latest 10 (older ones are dropped; the counters keep counting).
+	// dryRun: the metric's verdict is recorded but does not decide the run.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// measurements, the latest 10 or the spec's measurementRetention (older ones are dropped;
+	// the counters keep counting).
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:MaxItems=50
 	Measurements []Measurement `json:"measurements,omitempty"`
 	// +optional
 	Count int32 `json:"count,omitempty"`

@@ -1,0 +1,45 @@
+package release
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFieldValue(t *testing.T) {
+	obj := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app": "api", "app.kubernetes.io/version": "2.1"}},
+		"spec": map[string]any{"replicas": int64(3), "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "api", "image": "registry.example/api:2"}},
+		}}},
+	}
+	tests := []struct {
+		path, want, wantError string
+	}{
+		{path: "spec.template.spec.containers[0].image", want: "registry.example/api:2"},
+		{path: "metadata.labels['app']", want: "api"},
+		{path: `metadata.labels["app.kubernetes.io/version"]`, want: "2.1"},
+		{path: "metadata.labels.app", want: "api"},
+		{path: "spec.replicas", want: "3"},
+		{path: "spec.template.spec.containers[0]", want: `{"image":"registry.example/api:2","name":"api"}`},
+		{path: "spec.foo", wantError: "spec.foo not found"},
+		{path: "spec.template.spec.containers[1].image", wantError: "spec.template.spec.containers[1] not found"},
+		{path: "spec.replicas.x", wantError: "spec.replicas.x not found"},
+		{path: "spec..x", wantError: "is not a field path"},
+		{path: ".spec", wantError: "is not a field path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got, err := fieldValue(obj, tt.path)
+			switch {
+			case tt.wantError != "":
+				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
+					t.Errorf("error = %v, want one containing %q", err, tt.wantError)
+				}
+			case err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case got != tt.want:
+				t.Errorf("value = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
