@@ -3,7 +3,13 @@ package bench
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -128,3 +134,64 @@ func benchDeployment() *unstructured.Unstructured {
 					"volumes": []any{map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": "web-data"}}}}}},
 	}}
 }
+
+// DoublingStatus is the ReflectStatus of the Lua memory incident: it doubles a string 30
+// times, to 1 GiB were nothing to stop it.
+const DoublingStatus = `function ReflectStatus(observedObj)
+  local s = "x"
+  for i = 1, 30 do s = s .. s end
+  return {s = s}
+end`
+
+// InterpretMemory runs DoublingStatus on n objects at once, for each n, through an interpreter
+// registry built as the controller-manager builds it (process budget, pooled states), and
+// prints the process's peak RSS against the bound luavm documents.
+func InterpretMemory(objects []int, out io.Writer) error {
+	ric := &configv1alpha1.ResourceInterpreterCustomization{}
+	ric.Name = "doubling"
+	ric.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: "example.com/v1", Kind: "Gizmo"}
+	ric.Spec.Customizations.StatusReflection = &configv1alpha1.LuaScript{LuaScript: DoublingStatus}
+	reg := interpret.NewRegistry(luavm.Limits{})
+	compiled, err := reg.Compile(ric)
+	if err != nil {
+		return fmt.Errorf("compiling: %s", customization.Describe(err))
+	}
+	in := reg.With(compiled)
+	budget, limits := luavm.ProcessBudget(), luavm.DefaultLimits()
+	bound := budget.RSSBound(limits, 2*runtime.GOMAXPROCS(0))
+
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS()
+	idle := peakRSS(os.Getpid())
+	fmt.Fprintf(out, "Peak RSS of ReflectStatus doubling a string 30 times on N objects at once (%d call slots, %d MiB shared, %d MiB per call, %d MiB per string)\n",
+		budget.Limits().MaxConcurrentCalls, budget.Limits().MaxMemory>>20, limits.MaxMemory>>20, limits.MaxValueBytes>>20)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECTS\tSTOPPED FOR MEMORY\tOTHER RESULTS\tTIME\tPEAK RSS\tBOUND (IDLE + LUA)")
+	for _, n := range objects {
+		runtime.GC()
+		resetPeakRSS()
+		var stopped, other atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range n {
+			wg.Go(func() {
+				obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Gizmo",
+					"metadata": map[string]any{"name": fmt.Sprintf("g%d", i), "namespace": "default"}}}
+				if _, err := in.ReflectStatus(obj); err != nil && strings.Contains(err.Error(), "memory limit") {
+					stopped.Add(1)
+				} else {
+					other.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%d MiB\t%d MiB (%d + %d)\n", n, stopped.Load(), other.Load(), time.Since(start).Round(time.Millisecond),
+			peakRSS(os.Getpid())>>20, (idle+bound)>>20, idle>>20, bound>>20)
+	}
+	return tw.Flush()
+}
+
+// resetPeakRSS starts a new high-water mark of this process's RSS (Linux clear_refs); where
+// that is not possible the peaks are cumulative.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }

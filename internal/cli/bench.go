@@ -88,18 +88,27 @@ func newBenchCommand(g *globals) *cobra.Command {
 	}
 	releaseCmd.Flags().IntVar(&rounds, "rounds", 5, "releases (and aborts) to time")
 	var calls int
+	var memoryObjects []int
 	interpretCmd := &cobra.Command{
 		Use:   "interpret",
-		Short: "Time every interpreter operation through Lua (VMs pooled) against the built-in Go interpreter on the same object",
+		Short: "Time every interpreter operation through Lua (VMs pooled) against the built-in Go interpreter, and peak memory of a string-doubling script",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if calls < 100 {
 				return fmt.Errorf("--calls %d: give at least 100 for a p99", calls)
 			}
-			return bench.Interpret(calls, g.streams.Out)
+			if err := bench.Interpret(calls, g.streams.Out); err != nil {
+				return err
+			}
+			if len(memoryObjects) == 0 {
+				return nil
+			}
+			fmt.Fprintln(g.streams.Out)
+			return bench.InterpretMemory(memoryObjects, g.streams.Out)
 		},
 	}
 	interpretCmd.Flags().IntVar(&calls, "calls", 5000, "calls timed per operation and interpreter")
+	interpretCmd.Flags().IntSliceVar(&memoryObjects, "memory-objects", []int{3, 30, 300}, "objects whose string-doubling ReflectStatus runs at once, one round each; empty to skip")
 	var failoverRounds, failoverWorkloads, failoverReplicas int
 	var grace time.Duration
 	failoverCmd := &cobra.Command{

@@ -279,8 +279,19 @@ func ToGo(v lua.LValue) (any, error) {
 }
 
 // ToLua converts plain Go values to a Lua value owned by L for trusted Go helpers.
+// What it builds is charged to the running call.
 func ToLua(L *lua.LState, v any) (lua.LValue, error) {
-	return toLua(L, v, 0, newBudget(DefaultLimits().MaxValueBytes))
+	b := newBudget(DefaultLimits().MaxValueBytes)
+	lv, err := toLua(L, v, 0, b)
+	if err != nil {
+		return nil, err
+	}
+	if a := accountOf(L); a != nil {
+		if err := a.charge(int64(b.limit-b.left), "a preloaded module's result", nil); err != nil {
+			return nil, err
+		}
+	}
+	return lv, nil
 }
 
 // listMarker is the protected-metatable value that marks a table converted from an empty

@@ -1,7 +1,6 @@
 package luavm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"runtime/metrics"
@@ -22,7 +21,7 @@ var errHeapLimit = errors.New("heap limit")
 // call runs. gopher-lua has no allocation hook, so growth of the whole process is the
 // measure: a false positive needs another goroutine to allocate that much within the same
 // call, and only costs that call. It returns a stop function.
-func watchHeap(cancel context.CancelCauseFunc, limit int64) func() {
+func watchHeap(cancel func(error), limit int64) func() {
 	if limit <= 0 {
 		return func() {}
 	}
@@ -55,5 +54,5 @@ func watchHeap(cancel context.CancelCauseFunc, limit int64) func() {
 }
 
 func heapLimitError(where string, limits Limits) error {
-	return fmt.Errorf("luavm: %s allocated more than the memory limit of %d MiB (Limits.MaxHeapGrowth); build smaller tables and strings", where, limits.MaxHeapGrowth>>20)
+	return fmt.Errorf("luavm: %s: the process heap grew by more than the memory limit of %d MiB (Limits.MaxHeapGrowth) during the call; build smaller tables and strings", where, limits.MaxHeapGrowth>>20)
 }

@@ -19,9 +19,14 @@ type Limits struct {
 	// and of any single string built by string.rep, string.format,
 	// string.gsub or table.concat.
 	MaxValueBytes int
-	// MaxHeapGrowth bounds how much the process heap may grow while one call runs, for
-	// allocations no other limit sees (table growth, the `..` operator). Checked every 2ms
-	// once a call runs longer than 5ms.
+	// MaxMemory bounds the estimated bytes one call may allocate: strings built by `..` and
+	// the string functions, tables and their new keys, closures, and the stack and matches of
+	// pattern matching. Each is charged before it is built, also against the process budget
+	// (ProcessLimits.MaxMemory).
+	MaxMemory int64
+	// MaxHeapGrowth is the backstop for allocations MaxMemory does not see: how much the
+	// process heap may grow while one call runs. Checked every 2ms once a call runs longer
+	// than 5ms.
 	MaxHeapGrowth int64
 }
 
@@ -32,6 +37,7 @@ func DefaultLimits() Limits {
 		CallStackSize:   200,
 		RegistryMaxSize: 1 << 20,
 		MaxValueBytes:   4 << 20,
+		MaxMemory:       64 << 20,
 		MaxHeapGrowth:   256 << 20,
 	}
 }
@@ -51,6 +57,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxValueBytes <= 0 {
 		l.MaxValueBytes = d.MaxValueBytes
+	}
+	if l.MaxMemory <= 0 {
+		l.MaxMemory = d.MaxMemory
 	}
 	if l.MaxHeapGrowth <= 0 {
 		l.MaxHeapGrowth = d.MaxHeapGrowth

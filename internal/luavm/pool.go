@@ -21,6 +21,8 @@ type PoolOptions struct {
 	Preload map[string]lua.LGFunction
 	// MaxIdle is how many idle states are kept; default 2*GOMAXPROCS.
 	MaxIdle int
+	// Budget is shared with other pools; nil means the process budget (SetProcessLimits).
+	Budget *Budget
 }
 
 // Pool reuses sandboxed Lua states across calls. It is safe for concurrent use.
@@ -28,6 +30,7 @@ type Pool struct {
 	limits  Limits
 	preload map[string]lua.LGFunction
 	idle    chan *sandbox
+	own     *Budget
 }
 
 // NewPool returns a pool; states are created lazily on demand.
@@ -40,7 +43,16 @@ func NewPool(opts PoolOptions) *Pool {
 		limits:  opts.Limits.withDefaults(),
 		preload: opts.Preload,
 		idle:    make(chan *sandbox, maxIdle),
+		own:     opts.Budget,
 	}
+}
+
+// Budget returns the budget the pool's calls share.
+func (p *Pool) Budget() *Budget {
+	if p.own != nil {
+		return p.own
+	}
+	return ProcessBudget()
 }
 
 // Limits returns the effective limits.
@@ -79,33 +91,48 @@ func (p *Pool) put(sb *sandbox) {
 
 // Call runs function fn of script s with args converted to Lua and returns
 // exactly nresults converted results (missing results are nil). The deadline
-// is the earlier of ctx's and Limits.Timeout. A state that saw any error is
-// discarded rather than reused, so a failed call cannot affect later ones.
+// is the earlier of ctx's and Limits.Timeout. The call first waits for a slot of
+// the budget, then charges what it allocates to it. A state that saw any error
+// is discarded rather than reused, so a failed call cannot affect later ones.
 func (p *Pool) Call(ctx context.Context, s *Script, fn string, nresults int, args ...any) ([]any, error) {
 	if !s.Has(fn) {
 		return nil, fmt.Errorf("luavm: script %q does not define function %s", s.name, fn)
 	}
+	b := p.Budget()
+	if err := b.acquire(ctx); err != nil {
+		return nil, fmt.Errorf("luavm: %s in script %q: %w", fn, s.name, err)
+	}
+	defer b.releaseSlot()
 	sb, err := p.get()
 	if err != nil {
 		return nil, err
 	}
-	results, err := p.call(ctx, sb, s, fn, nresults, args)
+	acct := b.newAccount(p.limits)
+	results, err := p.call(ctx, sb, acct, s, fn, nresults, args)
+	setAccount(sb.L, nil)
+	acct.release()
 	if err != nil {
 		sb.L.Close()
+		if acct.stopped.Load() {
+			b.returnMemory()
+		}
 		return nil, err
 	}
 	p.put(sb)
 	return results, nil
 }
 
-func (p *Pool) call(ctx context.Context, sb *sandbox, s *Script, fn string, nresults int, args []any) ([]any, error) {
+func (p *Pool) call(ctx context.Context, sb *sandbox, acct *account, s *Script, fn string, nresults int, args []any) ([]any, error) {
 	timed, cancelTimeout := context.WithTimeout(ctx, p.limits.Timeout)
 	defer cancelTimeout()
 	callCtx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
-	defer watchHeap(cancel, p.limits.MaxHeapGrowth)()
+	acct.stop = cancel
+	defer watchHeap(func(err error) { acct.stopped.Store(true); cancel(err) }, p.limits.MaxHeapGrowth)()
+	setAccount(sb.L, acct)
+	hooked := newHookCtx(callCtx, sb.L, acct)
 
-	env, err := sb.loadScript(callCtx, s)
+	env, err := sb.loadScript(hooked, s)
 	if err != nil {
 		return nil, describeError(callCtx, ctx, p.limits, s, "", err)
 	}
@@ -121,8 +148,11 @@ func (p *Pool) call(ctx context.Context, sb *sandbox, s *Script, fn string, nres
 			return nil, fmt.Errorf("luavm: argument %d of %s in script %q: %w", i+1, fn, s.name, err)
 		}
 	}
+	if err := acct.charge(int64(inBudget.limit-inBudget.left), "the arguments", nil); err != nil {
+		return nil, fmt.Errorf("luavm: %s in script %q: %w", fn, s.name, err)
+	}
 
-	sb.L.SetContext(callCtx)
+	sb.L.SetContext(hooked)
 	err = sb.L.CallByParam(lua.P{Fn: target, NRet: nresults, Protect: true}, luaArgs...)
 	sb.L.RemoveContext()
 	if err != nil {

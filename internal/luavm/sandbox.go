@@ -3,6 +3,7 @@ package luavm
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -13,6 +14,15 @@ var removedBaseFuncs = []string{
 	"dofile", "loadfile", "load", "loadstring", "require", "module",
 	"collectgarbage", "print", "getfenv", "setfenv", "newproxy",
 	"_GOPHER_LUA_VERSION",
+}
+
+// unavailable are the globals of standard Lua a script may reach for that the sandbox
+// leaves out; reading one raises an error saying so instead of yielding nil. Other unknown
+// globals stay nil, as Lua expects.
+var unavailable = map[string]bool{
+	"os": true, "io": true, "debug": true, "package": true, "coroutine": true, "channel": true,
+	"dofile": true, "loadfile": true, "load": true, "loadstring": true, "module": true,
+	"collectgarbage": true, "print": true, "getfenv": true, "setfenv": true, "newproxy": true,
 }
 
 // libraryNames are the global tables copied into every call's environment.
@@ -28,6 +38,8 @@ type sandbox struct {
 	libs map[string]*lua.LTable
 	// modules are the preloaded names `require` may return.
 	modules map[string]bool
+	// envMeta and stringLibMeta name what is missing when a script reads it.
+	envMeta, stringLibMeta *lua.LTable
 }
 
 func newSandbox(limits Limits, preload map[string]lua.LGFunction) (*sandbox, error) {
@@ -61,11 +73,13 @@ func newSandbox(limits Limits, preload map[string]lua.LGFunction) (*sandbox, err
 	strLib := globals.RawGetString("string").(*lua.LTable)
 	strLib.RawSetString("dump", lua.LNil)
 	strLib.RawSetString("__index", lua.LNil) // OpenString makes the lib its own metatable; we use a separate one below.
-	for name, fn := range boundedStringFuncs(strLib, limits.MaxValueBytes) {
+	for name, fn := range boundedStringFuncs(strLib, limits) {
 		strLib.RawSetString(name, L.NewFunction(fn))
 	}
 	tabLib := globals.RawGetString("table").(*lua.LTable)
 	tabLib.RawSetString("concat", L.NewFunction(boundedTableConcat(limits.MaxValueBytes)))
+	tabLib.RawSetString("insert", L.NewFunction(charged("table.insert", slotCost, builtin(tabLib, "insert"))))
+	globals.RawSetString("rawset", L.NewFunction(charged("rawset", slotCost, builtin(globals, "rawset"))))
 
 	for _, name := range libraryNames {
 		sb.libs[name] = globals.RawGetString(name).(*lua.LTable)
@@ -80,6 +94,9 @@ func newSandbox(limits Limits, preload map[string]lua.LGFunction) (*sandbox, err
 		}
 		sb.base[string(name)] = v
 	})
+
+	sb.envMeta = missingMeta(L, "", unavailable)
+	sb.stringLibMeta = missingMeta(L, "string.", map[string]bool{"dump": true})
 
 	// Method calls on strings ("x"):upper() go through this metatable. It
 	// points at a private copy of the library, and __metatable hides it from
@@ -113,9 +130,14 @@ func (sb *sandbox) newEnv() *lua.LTable {
 		env.RawSetString(name, v)
 	}
 	for name, lib := range sb.libs {
-		env.RawSetString(name, copyTable(sb.L, lib))
+		cp := copyTable(sb.L, lib)
+		if name == "string" {
+			sb.L.SetMetatable(cp, sb.stringLibMeta)
+		}
+		env.RawSetString(name, cp)
 	}
 	env.RawSetString("_G", env)
+	sb.L.SetMetatable(env, sb.envMeta)
 	// require returns this call's copy of a preloaded module and nothing else, so scripts
 	// written as `local kube = require("kube")` work while no code can be loaded.
 	env.RawSetString("require", sb.L.NewFunction(func(L *lua.LState) int {
@@ -127,6 +149,29 @@ func (sb *sandbox) newEnv() *lua.LTable {
 		return 1
 	}))
 	return env
+}
+
+// missingMeta is a locked metatable whose __index raises "<prefix><name> is not available in
+// customizations" for the given names and yields nil for others.
+func missingMeta(L *lua.LState, prefix string, names map[string]bool) *lua.LTable {
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		if name, ok := L.Get(2).(lua.LString); ok && names[string(name)] {
+			L.RaiseError("%s%s is not available in customizations", prefix, name)
+		}
+		L.Push(lua.LNil)
+		return 1
+	}))
+	mt.RawSetString("__metatable", lua.LString("locked"))
+	return mt
+}
+
+// charged charges a fixed cost before calling fn.
+func charged(name string, cost int64, fn lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		chargeL(L, cost, name)
+		return fn(L)
+	}
 }
 
 func copyTable(L *lua.LState, src *lua.LTable) *lua.LTable {
@@ -141,9 +186,36 @@ func builtin(lib *lua.LTable, name string) lua.LGFunction {
 	return lib.RawGetString(name).(*lua.LFunction).GFunction
 }
 
-func boundedStringFuncs(strLib *lua.LTable, maxBytes int) map[string]lua.LGFunction {
+// gsubCopyTime is what gopher-lua's gsub costs per byte it copies: it rebuilds the whole
+// result for every replacement, so m matches on n bytes copy about 3*m*n bytes (measured
+// 0.5-0.9ns per byte).
+const gsubCopyTime = time.Nanosecond
+
+func boundedStringFuncs(strLib *lua.LTable, limits Limits) map[string]lua.LGFunction {
+	maxBytes := limits.MaxValueBytes
 	format := builtin(strLib, "format")
 	gsub := builtin(strLib, "gsub")
+	find := builtin(strLib, "find")
+	match := builtin(strLib, "match")
+	gmatch := builtin(strLib, "gmatch")
+	maxCopy := float64(limits.Timeout / gsubCopyTime)
+	patterned := func(name string, impl lua.LGFunction, allMatches bool) lua.LGFunction {
+		return func(L *lua.LState) int {
+			if name == "string.find" && lua.LVAsBool(L.Get(4)) {
+				return impl(L) // plain search, no pattern
+			}
+			if err := checkPattern(name, L.CheckString(2), L.CheckString(1), allMatches, limits, chargeFunc(L)); err != nil {
+				L.RaiseError("%s", err)
+			}
+			return impl(L)
+		}
+	}
+	sameSize := func(name string, impl lua.LGFunction) lua.LGFunction {
+		return func(L *lua.LState) int {
+			chargeL(L, int64(len(L.CheckString(1))+stringCost), name)
+			return impl(L)
+		}
+	}
 	return map[string]lua.LGFunction{
 		"rep": func(L *lua.LState) int {
 			s := L.CheckString(1)
@@ -155,30 +227,100 @@ func boundedStringFuncs(strLib *lua.LTable, maxBytes int) map[string]lua.LGFunct
 			if n > maxBytes/len(s) {
 				L.RaiseError("string.rep would build %d*%d bytes, over the limit of %d bytes (Limits.MaxValueBytes)", len(s), n, maxBytes)
 			}
+			chargeL(L, int64(len(s)*n+stringCost), "string.rep")
 			L.Push(lua.LString(strings.Repeat(s, n)))
 			return 1
 		},
 		"format": func(L *lua.LState) int {
-			if err := checkFormatWidths(L.CheckString(1)); err != nil {
+			f := L.CheckString(1)
+			if err := checkFormatWidths(f); err != nil {
 				L.RaiseError("string.format: %s", err)
 			}
+			// Each directive prints at most its argument's text or 99 columns plus a number.
+			size := len(f)
+			for i := 2; i <= L.GetTop(); i++ {
+				size += 128
+				if s, ok := L.Get(i).(lua.LString); ok {
+					size += len(s)
+				}
+			}
+			if size > maxBytes {
+				L.RaiseError("string.format could build %d bytes, over the limit of %d bytes (Limits.MaxValueBytes)", size, maxBytes)
+			}
+			chargeL(L, int64(size), "string.format")
 			return format(L)
 		},
+		"upper":   sameSize("string.upper", builtin(strLib, "upper")),
+		"lower":   sameSize("string.lower", builtin(strLib, "lower")),
+		"reverse": sameSize("string.reverse", builtin(strLib, "reverse")),
+		"find":    patterned("string.find", find, false),
+		"match":   patterned("string.match", match, false),
+		"gmatch":  patterned("string.gmatch", gmatch, true),
 		"gsub": func(L *lua.LState) int {
 			s := L.CheckString(1)
-			if repl, ok := L.Get(3).(lua.LString); ok {
+			pat := L.CheckString(2)
+			if err := checkPattern("string.gsub", pat, s, true, limits, chargeFunc(L)); err != nil {
+				L.RaiseError("%s", err)
+			}
+			bound, _ := boundPattern(pat, s)
+			matches := bound.matches
+			if n := L.OptInt(4, -1); n >= 0 {
+				matches = min(matches, float64(n))
+			}
+			copyCost := func(result int) float64 { return 3 * matches * float64(max(len(s), result)) }
+			switch repl := L.Get(3).(type) {
+			case lua.LString:
 				// Each capture reference (%0-%9) can expand to the whole subject.
 				perMatch := len(repl) + strings.Count(string(repl), "%")*len(s)
 				worst := len(s) + (len(s)+1)*perMatch
 				if worst > maxBytes || worst < 0 {
 					L.RaiseError("string.gsub could build up to %d bytes, over the limit of %d bytes (Limits.MaxValueBytes); use a shorter subject or replacement", worst, maxBytes)
 				}
+				if c := copyCost(len(s) + int(matches)*perMatch); c > maxCopy {
+					L.RaiseError("string.gsub could copy %.3g bytes for up to %.0f replacements, over the limit of %.3g for the time limit of %s; use a shorter subject or fewer matches", c, matches, maxCopy, limits.Timeout)
+				}
+			case *lua.LTable, *lua.LFunction:
+				// The replacements come from Lua; count them as they are returned.
+				built := len(s)
+				L.Replace(3, L.NewFunction(func(L *lua.LState) int {
+					var v lua.LValue
+					if t, ok := repl.(*lua.LTable); ok {
+						v = L.GetTable(t, L.Get(1))
+					} else {
+						nargs := L.GetTop()
+						L.Push(repl)
+						for i := 1; i <= nargs; i++ {
+							L.Push(L.Get(i))
+						}
+						L.Call(nargs, 1)
+						v = L.Get(-1)
+					}
+					if lua.LVCanConvToString(v) {
+						built += len(lua.LVAsString(v))
+					}
+					if built > maxBytes {
+						L.RaiseError("string.gsub result is over the limit of %d bytes (Limits.MaxValueBytes); use a shorter subject or replacement", maxBytes)
+					}
+					if c := copyCost(built); c > maxCopy {
+						L.RaiseError("string.gsub could copy %.3g bytes for up to %.0f replacements, over the limit of %.3g for the time limit of %s; use a shorter subject or fewer matches", c, matches, maxCopy, limits.Timeout)
+					}
+					L.Push(v)
+					return 1
+				}))
 			}
-			// Table and function replacements return strings that were
-			// themselves built by bounded functions or by `..`.
-			return gsub(L)
+			// The result is bounded above; gsub holds about three copies of it while building.
+			n := gsub(L)
+			if out, ok := L.Get(-n).(lua.LString); ok {
+				chargeL(L, int64(3*len(out)+stringCost), "string.gsub")
+			}
+			return n
 		},
 	}
+}
+
+// chargeFunc charges L's running call, raising a Lua error when over a limit.
+func chargeFunc(L *lua.LState) func(int64, string) {
+	return func(n int64, what string) { chargeL(L, n, what) }
 }
 
 // checkFormatWidths refuses widths or precisions over 99, as C Lua does; Go's
@@ -235,6 +377,7 @@ func boundedTableConcat(maxBytes int) lua.LGFunction {
 			}
 			parts = append(parts, part)
 		}
+		chargeL(L, int64(total+stringCost), "table.concat")
 		L.Push(lua.LString(strings.Join(parts, sep)))
 		return 1
 	}

@@ -30,16 +30,16 @@ func (s *Script) Has(fn string) bool { return s.functions[fn] }
 // the script defines; a top level that fails or loops is an error here too.
 // Preloaded modules are not available to package Compile; Pool.Compile has them.
 func Compile(name, source string) (*Script, error) {
-	return compileScript(name, source, DefaultLimits(), nil)
+	return compileScript(name, source, DefaultLimits(), nil, ProcessBudget())
 }
 
 // Compile is the package Compile with the pool's limits and preloaded modules available to
 // the script's top level.
 func (p *Pool) Compile(name, source string) (*Script, error) {
-	return compileScript(name, source, p.limits, p.preload)
+	return compileScript(name, source, p.limits, p.preload, p.Budget())
 }
 
-func compileScript(name, source string, limits Limits, preload map[string]lua.LGFunction) (*Script, error) {
+func compileScript(name, source string, limits Limits, preload map[string]lua.LGFunction, b *Budget) (*Script, error) {
 	if len(source) > limits.MaxValueBytes {
 		return nil, fmt.Errorf("luavm: script %q is %d bytes, over the limit of %d bytes", name, len(source), limits.MaxValueBytes)
 	}
@@ -53,17 +53,25 @@ func compileScript(name, source string, limits Limits, preload map[string]lua.LG
 	}
 	s := &Script{name: name, proto: proto, functions: map[string]bool{}}
 
+	if err := b.acquire(context.Background()); err != nil {
+		return nil, err
+	}
+	defer b.releaseSlot()
 	sb, err := newSandbox(limits, preload)
 	if err != nil {
 		return nil, err
 	}
 	defer sb.L.Close()
+	acct := b.newAccount(limits)
+	defer acct.release()
 	timed, cancelTimeout := context.WithTimeout(context.Background(), limits.Timeout)
 	defer cancelTimeout()
 	ctx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
+	acct.stop = cancel
 	defer watchHeap(cancel, limits.MaxHeapGrowth)()
-	env, err := sb.loadScript(ctx, s)
+	setAccount(sb.L, acct)
+	env, err := sb.loadScript(newHookCtx(ctx, sb.L, acct), s)
 	if err != nil {
 		return nil, describeError(ctx, context.Background(), limits, s, "", err)
 	}
@@ -105,6 +113,15 @@ func describeError(callCtx, parent context.Context, limits Limits, s *Script, fn
 	}
 	if errors.Is(context.Cause(callCtx), errHeapLimit) {
 		return heapLimitError(where, limits)
+	}
+	var memErr *memoryError
+	if errors.As(context.Cause(callCtx), &memErr) {
+		// A Go function raised it with the Lua line; the instruction hook put the line in it.
+		msg := memErr.msg
+		if apiErr, ok := err.(*lua.ApiError); ok && strings.Contains(apiErr.Object.String(), memErr.msg) {
+			msg = apiErr.Object.String()
+		}
+		return fmt.Errorf("luavm: %s: %s", where, msg)
 	}
 	if callCtx.Err() != nil {
 		return fmt.Errorf("luavm: %s exceeded the time limit of %s; make the script do less work per call", where, limits.Timeout)

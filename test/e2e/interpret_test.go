@@ -249,7 +249,7 @@ func TestBadScriptsFailOnlyTheirCall(t *testing.T) {
 	}
 	want := map[string]string{
 		"loop":      "exceeded the time limit",
-		"os":        "execute",
+		"os":        "os is not available in customizations",
 		"alloc":     "over the limit",
 		"wrongtype": "InterpretHealth must return true, false",
 	}
