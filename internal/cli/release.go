@@ -4,23 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/internal/customization"
-	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/customization"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
@@ -29,6 +34,8 @@ type releaseTarget struct {
 	c       client.Client
 	binding workv1alpha1.Binding
 	release *rolloutv1alpha1.Release
+	// images caches each revision's container images, read from its ControllerRevision.
+	images map[int64]string
 }
 
 func findRelease(ctx context.Context, c client.Client, arg, namespace string) (*releaseTarget, error) {
@@ -45,11 +52,14 @@ func findRelease(ctx context.Context, c client.Client, arg, namespace string) (*
 		return nil, fmt.Errorf("%s is not released in waves: its policy has no rollout section", arg)
 	}
 	t := &releaseTarget{c: c, binding: b}
-	if revs.Latest == 1 && revs.Stable != 0 {
-		return t, nil // nothing released yet; a staged first revision (stable 0) has a release
-	}
 	rel := &rolloutv1alpha1.Release{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, rel); err != nil {
+	err = c.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, rel)
+	switch {
+	case apierrors.IsNotFound(err) && revs.Latest == 1 && revs.Stable != 0:
+		// The first revision went everywhere at once. Only a staged one (an adoption, see
+		// rollout.stageFirstRevision) has a release, and it stays findable once it succeeded.
+		return t, nil
+	case err != nil:
 		return nil, fmt.Errorf("release of revision %d of %s: %w", revs.Latest, arg, err)
 	}
 	t.release = rel
@@ -103,71 +113,234 @@ func newReleaseCommand(g *globals) *cobra.Command {
 	}
 	out := g.streams.Out
 	get := sub("get", "Show the release as a tree: waves, clusters, analysis", func(cmd *cobra.Command, t *releaseTarget) error {
-		return printRelease(out, t)
+		return printRelease(cmd.Context(), out, t)
 	})
 	watch := sub("watch", "Show the release tree live until it finishes", func(cmd *cobra.Command, t *releaseTarget) error {
 		return watchRelease(cmd.Context(), out, t)
 	})
-	pause := sub("pause", "Hold the release where it is", func(cmd *cobra.Command, t *releaseTarget) error {
-		return report(out, t, "paused", t.patchSpec(cmd.Context(), func(s *rolloutv1alpha1.ReleaseSpec) { s.Paused = true }))
-	})
-	resume := sub("resume", "Go on after a pause", func(cmd *cobra.Command, t *releaseTarget) error {
-		return report(out, t, "resumed", t.patchSpec(cmd.Context(), func(s *rolloutv1alpha1.ReleaseSpec) { s.Paused = false }))
-	})
+	steer := func(verb, short string, full *bool) *cobra.Command {
+		return sub(verb, short, func(cmd *cobra.Command, t *releaseTarget) error {
+			return t.steer(cmd.Context(), out, verb, full != nil && *full)
+		})
+	}
 	var full bool
-	promote := sub("promote", "Pass the current wave's gates (approval, bake time, analysis); --full releases every remaining wave at once", func(cmd *cobra.Command, t *releaseTarget) error {
-		if err := t.needRelease(); err != nil {
-			return err
-		}
-		wave := t.release.Status.CurrentWave
-		// Inside a wave's canary steps, promote passes the pause it stands at; after them, the
-		// wave's gates.
-		pausedStep := ""
-		if int(wave) < len(t.release.Status.Waves) {
-			ws := t.release.Status.Waves[wave]
-			for _, w := range t.release.Spec.Strategy.Waves {
-				if w.Name == ws.Name && int(ws.CurrentStep) < len(w.Steps) {
-					pausedStep = fmt.Sprintf("%s/%d", ws.Name, ws.CurrentStep)
-				}
-			}
-		}
-		return report(out, t, "promoted", t.patchSpec(cmd.Context(), func(s *rolloutv1alpha1.ReleaseSpec) {
-			if pausedStep != "" && !full {
-				s.PromotedStep = pausedStep
-			} else {
-				s.PromotedWave = ptr.To(wave)
-			}
-			s.PromoteFull = s.PromoteFull || full
-			s.Paused = false
-		}))
-	})
+	promote := steer("promote", "Pass the current wave's gates (approval, bake time, analysis) or the canary pause it stands at; --full releases every remaining wave at once", &full)
 	promote.Flags().BoolVar(&full, "full", false, "release every remaining wave at once, skipping gates")
-	abort := sub("abort", "Return every cluster the release updated to the stable revision", func(cmd *cobra.Command, t *releaseTarget) error {
-		return report(out, t, "aborted", t.patchSpec(cmd.Context(), func(s *rolloutv1alpha1.ReleaseSpec) { s.Abort = true }))
-	})
-	retry := sub("retry", "Start an aborted or rolled-back release again from the wave that failed", func(cmd *cobra.Command, t *releaseTarget) error {
-		return report(out, t, "retrying", t.patchSpec(cmd.Context(), func(s *rolloutv1alpha1.ReleaseSpec) { s.Abort = false; s.Retry++ }))
-	})
 	var toRevision int64
-	undo := sub("undo", "Put a previous revision's workload back into the template (a new release carries it)", func(cmd *cobra.Command, t *releaseTarget) error {
+	undo := sub("undo", "Put a previous revision's workload back into the template (a new release carries it); undoing an adoption hands the objects back to unmanaged", func(cmd *cobra.Command, t *releaseTarget) error {
 		return undoRelease(cmd.Context(), out, t, toRevision)
 	})
 	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to go back to (default: before the last release that went through, else the stable one)")
-	cmd.AddCommand(get, watch, pause, resume, promote, abort, retry, undo)
+	cmd.AddCommand(get, watch,
+		steer("pause", "Hold the release where it is", nil),
+		steer("resume", "Go on after a pause", nil),
+		promote,
+		steer("abort", "Return every cluster the release updated to the stable revision (hand an adoption's back to unmanaged)", nil),
+		steer("retry", "Start an aborted or rolled-back release again from the wave that failed", nil),
+		undo)
 	return cmd
 }
 
-func report(out io.Writer, t *releaseTarget, what string, err error) error {
+// steer changes one of the release's controls, after checking that the change would do
+// something: a command that answers "promoted" must have promoted.
+func (t *releaseTarget) steer(ctx context.Context, out io.Writer, verb string, full bool) error {
+	if err := t.needRelease(); err != nil {
+		return err
+	}
+	var background rolloutv1alpha1.AnalysisPhase
+	if name := t.release.Status.BackgroundAnalysisRun; name != "" && verb == "promote" {
+		run := &rolloutv1alpha1.AnalysisRun{}
+		if err := t.c.Get(ctx, client.ObjectKey{Namespace: t.release.Namespace, Name: name}, run); err == nil {
+			background = run.Status.Phase
+		}
+	}
+	change, what, err := planSteer(t.release, verb, full, background)
 	if err != nil {
+		return err
+	}
+	if err := t.patchSpec(ctx, change); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "release/%s %s\n", t.release.Name, what)
 	return nil
 }
 
+// planSteer says what a steering verb would change and how to report it, or why it would
+// change nothing. It reads the release as the controller last wrote it.
+func planSteer(rel *rolloutv1alpha1.Release, verb string, full bool, background rolloutv1alpha1.AnalysisPhase) (func(*rolloutv1alpha1.ReleaseSpec), string, error) {
+	name := "release/" + rel.Name
+	if verb == "retry" {
+		failed := slices.ContainsFunc(rel.Status.Waves, func(w rolloutv1alpha1.WaveStatus) bool { return w.Phase == rolloutv1alpha1.WaveFailed })
+		if rel.Status.Phase != rolloutv1alpha1.ReleaseAborted && rel.Status.Phase != rolloutv1alpha1.ReleaseRolledBack && !failed {
+			return nil, "", fmt.Errorf("%s is %s: retry starts again only a release that was aborted, rolled back or holds a Failed wave", name, orDash(string(rel.Status.Phase)))
+		}
+		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Abort = false; s.Retry++ }, "retrying from wave " + waveName(rel), nil
+	}
+	if err := finished(rel, verb); err != nil {
+		return nil, "", err
+	}
+	switch verb {
+	case "pause":
+		if rel.Spec.Paused {
+			return nil, "", fmt.Errorf("%s is paused already; `%s release resume` goes on", name, invokedName())
+		}
+		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Paused = true }, "paused at wave " + waveName(rel), nil
+	case "resume":
+		if !rel.Spec.Paused {
+			hint := ""
+			if i := int(rel.Status.CurrentWave); i < len(rel.Status.Waves) && rel.Status.Waves[i].Phase == rolloutv1alpha1.WaveWaitingForApproval {
+				hint = fmt.Sprintf("; it waits for approval: `%s release promote` passes it", invokedName())
+			}
+			return nil, "", fmt.Errorf("%s is not paused%s", name, hint)
+		}
+		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Paused = false }, "resumed at wave " + waveName(rel), nil
+	case "abort":
+		if rel.Spec.Abort {
+			return nil, "", fmt.Errorf("%s: abort was requested already; the release controller is returning the clusters", name)
+		}
+		what := fmt.Sprintf("aborted: the clusters it updated go back to revision %d", rel.Spec.StableRevision)
+		if rel.Spec.StableRevision == 0 {
+			what = "aborted: the clusters it adopted are handed back to unmanaged, objects and pods left running"
+		}
+		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Abort = true }, what, nil
+	case "promote":
+		return planPromote(rel, full, background)
+	}
+	return nil, "", fmt.Errorf("unknown release command %q", verb)
+}
+
+// finished refuses to steer a release that is over.
+func finished(rel *rolloutv1alpha1.Release, verb string) error {
+	name := "release/" + rel.Name
+	switch rel.Status.Phase {
+	case rolloutv1alpha1.ReleaseSucceeded:
+		return fmt.Errorf("%s succeeded: revision %d runs in every cluster, there is nothing to %s (`%s release undo` goes back)",
+			name, rel.Spec.Revision, verb, invokedName())
+	case rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseRolledBack:
+		return fmt.Errorf("%s is %s, there is nothing to %s (`%s release retry` starts it again from the wave that failed)",
+			name, rel.Status.Phase, verb, invokedName())
+	case rolloutv1alpha1.ReleaseSuperseded:
+		return fmt.Errorf("%s is Superseded (%s), there is nothing to %s", name, rel.Status.Message, verb)
+	}
+	return nil
+}
+
+// heldBy is the configuration problem a release holds on, if any: no gate opens it, only a fix.
+func heldBy(rel *rolloutv1alpha1.Release) string {
+	c := meta.FindStatusCondition(rel.Status.Conditions, release.ConditionValid)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return ""
+	}
+	if c.Reason == "InvalidAnalysis" || strings.Contains(c.Message, "blocking: ") {
+		return c.Message
+	}
+	return ""
+}
+
+// planPromote says what promote passes now: the canary pause the wave stands at (or its
+// Inconclusive analysis step), else the wave's gates; --full every remaining wave.
+func planPromote(rel *rolloutv1alpha1.Release, full bool, background rolloutv1alpha1.AnalysisPhase) (func(*rolloutv1alpha1.ReleaseSpec), string, error) {
+	name := "release/" + rel.Name
+	if why := heldBy(rel); why != "" {
+		return nil, "", fmt.Errorf("%s is held: %s; promote cannot pass that: fix what it names and the release goes on by itself", name, why)
+	}
+	i := int(rel.Status.CurrentWave)
+	if rel.Spec.PromoteFull {
+		return nil, "", fmt.Errorf("%s is promoted in full already: it succeeds once every cluster runs revision %d healthy", name, rel.Spec.Revision)
+	}
+	if full {
+		return func(s *rolloutv1alpha1.ReleaseSpec) {
+			s.PromotedWave, s.PromoteFull, s.Paused = ptr.To(int32(i)), true, false
+		}, "promoted in full: every remaining wave takes revision " + fmt.Sprint(rel.Spec.Revision) + " at once, gates skipped", nil
+	}
+	if background == rolloutv1alpha1.AnalysisInconclusive {
+		return nil, "", fmt.Errorf("%s: background analysis %s is Inconclusive; `%s release promote --full` takes the release through, `%[3]s release abort` rolls back",
+			name, rel.Status.BackgroundAnalysisRun, invokedName())
+	}
+	if i >= len(rel.Status.Waves) {
+		return nil, "", fmt.Errorf("%s has no wave left to promote (%s)", name, orDash(rel.Status.Message))
+	}
+	ws := rel.Status.Waves[i]
+	where := "wave " + waveName(rel)
+	resumed := ""
+	if rel.Spec.Paused {
+		resumed = " and resumed"
+	}
+	if steps := release.WaveSteps(rel, ws.Name); int(ws.CurrentStep) < len(steps) {
+		k := int(ws.CurrentStep)
+		label, st := release.StepLabel(steps, k), steps[k]
+		promoted := fmt.Sprintf("%s/%d", ws.Name, k)
+		full := fmt.Sprintf("`%s release promote --full` skips every remaining step and gate", invokedName())
+		switch {
+		case rel.Spec.PromotedStep == promoted:
+			return nil, "", fmt.Errorf("%s: %s is promoted already; the release controller passes it at its next step", name, label)
+		case st.Pause != nil && st.Pause.Duration == nil,
+			st.Analysis != nil && ws.Phase == rolloutv1alpha1.WaveWaitingForApproval: // an Inconclusive analysis step
+			return func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedStep, s.Paused = promoted, false },
+				fmt.Sprintf("promoted%s: %s passes %s", resumed, where, label), nil
+		case st.Analysis != nil:
+			return nil, "", fmt.Errorf("%s: %s stands at %s, analysis %s %s; promote passes an analysis step only once it is Inconclusive: wait for its verdict, or %s",
+				name, where, label, orDash(ws.AnalysisRun), orDash(string(ws.Phase)), full)
+		case st.Pause != nil:
+			return nil, "", fmt.Errorf("%s: %s stands at %s, which ends by itself; %s", name, where, label, full)
+		default:
+			return nil, "", fmt.Errorf("%s: %s stands at %s and waits for its canaries to run healthy; there is no pause to pass (%s)", name, where, label, full)
+		}
+	}
+	if rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i {
+		return nil, "", fmt.Errorf("%s: the gates of %s are passed already; it moves on once its clusters run revision %d healthy", name, where, rel.Spec.Revision)
+	}
+	gates := waveGates(rel, ws.Name)
+	approve := func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedWave, s.Paused = ptr.To(int32(i)), false }
+	switch ws.Phase {
+	case rolloutv1alpha1.WaveFailed:
+		return nil, "", fmt.Errorf("%s: %s failed (%s); `%s release abort` returns its clusters, or fix the cause and `%[4]s release retry`", name, where, ws.Message, invokedName())
+	case rolloutv1alpha1.WaveWaitingForApproval, rolloutv1alpha1.WaveBaking, rolloutv1alpha1.WaveAnalyzing:
+		return approve, fmt.Sprintf("promoted%s: %s passes its gates (%s)", resumed, where, strings.Join(gates, ", ")), nil
+	}
+	if len(gates) == 0 {
+		return nil, "", fmt.Errorf("%s: %s has no gate to pass; it moves on once its clusters run revision %d healthy (%s)", name, where, rel.Spec.Revision, orDash(ws.Message))
+	}
+	return approve, fmt.Sprintf("promoted%s: %s will pass its gates (%s) as soon as its clusters run revision %d healthy", resumed, where, strings.Join(gates, ", "), rel.Spec.Revision), nil
+}
+
+// waveGates names the gates of the release's wave called name.
+func waveGates(rel *rolloutv1alpha1.Release, name string) []string {
+	var out []string
+	for _, w := range rel.Spec.Strategy.Waves {
+		if w.Name != name {
+			continue
+		}
+		if w.Gates.BakeTime != nil {
+			out = append(out, "bake time "+w.Gates.BakeTime.String())
+		}
+		if w.Gates.Analysis != nil {
+			out = append(out, "analysis")
+		}
+		if w.Gates.ManualApproval {
+			out = append(out, "manual approval")
+		}
+	}
+	return out
+}
+
+// waveName is the wave the release stands at, as status.wave says it ("2/3 early").
+func waveName(rel *rolloutv1alpha1.Release) string {
+	n := len(rel.Status.Waves)
+	if n == 0 {
+		return "1 (not started)"
+	}
+	i := min(int(rel.Status.CurrentWave), n-1)
+	return fmt.Sprintf("%d/%d %s", i+1, n, rel.Status.Waves[i].Name)
+}
+
 func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64) error {
 	revs := t.binding.BindingSpec().Revisions
 	if to == 0 {
+		if t.release != nil && t.release.Spec.StableRevision == 0 {
+			// Before a staged first release there was no revision: the objects ran unmanaged.
+			return undoAdoption(ctx, out, t)
+		}
 		// Undo the last change: back to what ran before a release that went through, else to
 		// what runs now (the stable revision a failed or unfinished release left in place).
 		to = revs.Stable
@@ -178,11 +351,12 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 	if to < 1 || to >= revs.Latest+1 {
 		return fmt.Errorf("--to-revision %d: revisions run from 1 to %d", to, revs.Latest)
 	}
-	old, _, err := release.LoadRevision(ctx, t.c, t.binding, to)
+	old, oldHash, err := release.LoadRevision(ctx, t.c, t.binding, to)
 	if err != nil {
 		return fmt.Errorf("--to-revision %d: %w (only the newest revisions are kept)", to, err)
 	}
 	r := t.binding.BindingSpec().Resource
+	arg := strings.ToLower(r.Kind) + "/" + r.Name
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetGroupVersionKind(schema.FromAPIVersionAndKind(r.APIVersion, r.Kind))
 	if err := t.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, tmpl); err != nil {
@@ -193,6 +367,10 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 		return err
 	}
 	in := interpreters.For(tmpl.GroupVersionKind())
+	if release.WorkloadHash(in, tmpl) == oldHash {
+		return fmt.Errorf("%s: the template holds the workload of revision %d already, so undo would change nothing; name an older one with --to-revision (revisions run from 1 to %d)",
+			arg, to, revs.Latest)
+	}
 	replicas, hasReplicas, _ := in.GetReplicas(tmpl)
 	for k, v := range old.Object {
 		if k != "metadata" && k != "status" {
@@ -207,7 +385,55 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 	if err := t.c.Update(ctx, tmpl); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s/%s: workload of revision %d put back; a new release carries it\n", strings.ToLower(r.Kind), r.Name, to)
+	fmt.Fprintf(out, "%s: workload of revision %d put back; a new release carries it\n", arg, to)
+	return nil
+}
+
+// undoAdoption undoes a staged first release: once it succeeded, its clusters are handed back
+// to unmanaged through the binding's unmanagedClusters, exactly as `unmanage` does (the objects
+// and their pods keep running, `manage` adopts them again). An adoption in progress is aborted
+// instead, and one aborted or rolled back has handed its clusters back already.
+func undoAdoption(ctx context.Context, out io.Writer, t *releaseTarget) error {
+	rel := t.release
+	r := rel.Spec.Resource
+	arg := strings.ToLower(r.Kind) + "/" + r.Name
+	switch rel.Status.Phase {
+	case rolloutv1alpha1.ReleaseSucceeded:
+	case rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseRolledBack:
+		return fmt.Errorf("%s: release %s, which adopted it, is %s and handed its clusters back to unmanaged already; nothing to undo (`%s release retry %[1]s` adopts them again)",
+			arg, rel.Name, rel.Status.Phase, invokedName())
+	default:
+		return fmt.Errorf("%s: release %s is still adopting it wave by wave; `%s release abort %[1]s` hands the clusters it adopted back to unmanaged",
+			arg, rel.Name, invokedName())
+	}
+	var msg string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := t.binding.DeepCopyObject().(workv1alpha1.Binding)
+		if err := t.c.Get(ctx, client.ObjectKeyFromObject(t.binding), b); err != nil {
+			return err
+		}
+		bs := b.BindingSpec()
+		var managed []string
+		for _, c := range bs.Clusters {
+			if !slices.Contains(bs.UnmanagedClusters, c.Name) {
+				managed = append(managed, c.Name)
+			}
+		}
+		if len(managed) == 0 {
+			return fmt.Errorf("every cluster is unmanaged already (%s); nothing to undo", strings.Join(bs.UnmanagedClusters, ", "))
+		}
+		patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+		var err error
+		if msg, err = unmanageClusters(bs, managed); err != nil {
+			return err
+		}
+		return t.c.Patch(ctx, b, patch)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: handing the adoption back: %w", arg, err)
+	}
+	fmt.Fprintf(out, "%s: adoption by release %s undone: %s; the objects and their pods keep running (`%s manage %[1]s` adopts them again)\n",
+		arg, rel.Name, msg, invokedName())
 	return nil
 }
 
@@ -227,7 +453,7 @@ func symbol(phase string) string {
 	return "·"
 }
 
-func printRelease(out io.Writer, t *releaseTarget) error {
+func printRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 	if t.release == nil {
 		revs := t.binding.BindingSpec().Revisions
 		fmt.Fprintf(out, "%s: revision %d runs everywhere; no release yet\n", t.binding.GetName(), revs.Stable)
@@ -235,8 +461,12 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 	}
 	rel := t.release
 	r := rel.Spec.Resource
-	fmt.Fprintf(out, "%s Release %s  %s %s/%s  revision %d → %d  %s", symbol(string(rel.Status.Phase)), rel.Name, r.Kind, r.Namespace, r.Name,
-		rel.Spec.StableRevision, rel.Spec.Revision, orDash(string(rel.Status.Phase)))
+	from := fmt.Sprintf("revision %d", rel.Spec.StableRevision)
+	if rel.Spec.StableRevision == 0 {
+		from = "unmanaged" // a staged first release adopts what runs
+	}
+	fmt.Fprintf(out, "%s Release %s  %s %s/%s  %s → revision %d  %s", symbol(string(rel.Status.Phase)), rel.Name, r.Kind, r.Namespace, r.Name,
+		from, rel.Spec.Revision, orDash(string(rel.Status.Phase)))
 	if rel.Spec.Paused {
 		fmt.Fprint(out, " (paused)")
 	}
@@ -244,7 +474,6 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 	if rel.Status.Message != "" {
 		fmt.Fprintf(out, "│  %s\n", rel.Status.Message)
 	}
-	runs := map[string]*rolloutv1alpha1.AnalysisRun{}
 	members := map[string]workv1alpha1.ClusterStatus{}
 	for _, cs := range t.binding.BindingStatus().Clusters {
 		members[cs.Cluster] = cs
@@ -255,24 +484,20 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 		if last {
 			branch, indent = "└─", "   "
 		}
-		fmt.Fprintf(out, "%s %s wave %s  %s  %s\n", branch, symbol(string(w.Phase)), w.Name, w.Phase, w.Message)
+		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("%s %s wave %s  %s  %s", branch, symbol(string(w.Phase)), w.Name, w.Phase, waveText(rel, i, members)), " "))
 		for j, cl := range w.Clusters {
 			cb := "├─"
 			if j == len(w.Clusters)-1 && w.AnalysisRun == "" {
 				cb = "└─"
 			}
-			fmt.Fprintf(out, "%s%s %s %s  %s  %s%s\n", indent, cb, symbol(string(cl.Phase)), cl.Name, cl.Phase, workload(r.Kind, members[cl.Name]), cl.Message)
+			cs, reported := members[cl.Name]
+			phase, why := t.clusterState(i, cl, cs, reported)
+			fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("%s%s %s %s  %s  %s%s", indent, cb, symbol(phase), cl.Name, phase, t.workload(ctx, cl.Name, cs, reported), why), " "))
 		}
 		if w.AnalysisRun != "" {
-			run := runs[w.AnalysisRun]
-			if run == nil {
-				run = &rolloutv1alpha1.AnalysisRun{}
-				if err := t.c.Get(context.Background(), client.ObjectKey{Namespace: rel.Namespace, Name: w.AnalysisRun}, run); err != nil {
-					run = nil
-				}
-			}
+			run := &rolloutv1alpha1.AnalysisRun{}
 			phase, msg := "", ""
-			if run != nil {
+			if err := t.c.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: w.AnalysisRun}, run); err == nil {
 				phase, msg = string(run.Status.Phase), run.Status.Message
 			}
 			fmt.Fprintf(out, "%s└─ %s analysis %s  %s  %s\n", indent, symbol(phase), w.AnalysisRun, orDash(phase), msg)
@@ -281,14 +506,126 @@ func printRelease(out io.Writer, t *releaseTarget) error {
 	return nil
 }
 
-// watchRelease redraws the tree in place on a terminal; elsewhere (a log, a pipe) it prints
-// each new state once, under a rule.
-// workload says what the cluster's member object runs: its revision, health and replicas.
-func workload(kind string, cs workv1alpha1.ClusterStatus) string {
-	if cs.Cluster == "" {
-		return ""
+// waveText is a wave's message, led by the canary step it stands at as people count steps
+// ("step 2/4 setWeight 40%"). The controller's own messages count steps from 0 ("step 1
+// pause: ..."); that prefix gives way to the label so the line says the step once.
+//
+// The controller's count of healthy clusters is recounted from the live status the cluster
+// lines show, for the same reason as their words (see clusterState).
+func waveText(rel *rolloutv1alpha1.Release, i int, members map[string]workv1alpha1.ClusterStatus) string {
+	ws := rel.Status.Waves[i]
+	var healthy, of int
+	var rev int64
+	if n, _ := fmt.Sscanf(ws.Message, "%d of %d clusters run revision %d healthy", &healthy, &of, &rev); n == 3 && !release.Final(rel.Status.Phase) {
+		healthy = 0
+		for _, cl := range ws.Clusters {
+			if cs := members[cl.Name]; cs.Applied && cs.Revision == rev && cs.Health == workv1alpha1.HealthHealthy {
+				healthy++
+			}
+		}
+		ws.Message = fmt.Sprintf("%d of %d clusters run revision %d healthy", healthy, of, rev)
 	}
-	out := fmt.Sprintf("[%s rev %d %s", strings.ToLower(kind), cs.Revision, orDash(string(cs.Health)))
+	steps := release.WaveSteps(rel, ws.Name)
+	if len(steps) == 0 || ws.Phase == rolloutv1alpha1.WavePending || ws.Phase == rolloutv1alpha1.WaveSucceeded || i != int(rel.Status.CurrentWave) {
+		return ws.Message
+	}
+	k := int(ws.CurrentStep)
+	if k >= len(steps) {
+		return strings.TrimSuffix(fmt.Sprintf("canary steps %d/%d done; %s", len(steps), len(steps), ws.Message), "; ")
+	}
+	msg := ws.Message
+	if rest, ok := strings.CutPrefix(msg, fmt.Sprintf("step %d", k)); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
+		_, msg, _ = strings.Cut(rest, ": ")
+	}
+	if msg == "" {
+		return release.StepLabel(steps, k)
+	}
+	return release.StepLabel(steps, k) + ": " + msg
+}
+
+// clusterState is the phase the tree shows for one cluster of wave i and why it is there. While
+// the release runs both come from the binding's live status and pins, the same reading the
+// workload column shows, so the text never contradicts the figures beside it (the release's
+// own cluster messages date from its last reconcile). A finished release keeps its verdicts.
+func (t *releaseTarget) clusterState(i int, cl rolloutv1alpha1.ClusterRelease, cs workv1alpha1.ClusterStatus, reported bool) (string, string) {
+	rel, revs := t.release, t.binding.BindingSpec().Revisions
+	staged := rel.Spec.StableRevision == 0
+	pinned := revs.RevisionFor(cl.Name)
+	if cl.Phase == rolloutv1alpha1.ClusterRolledBack {
+		switch {
+		case staged && cs.Applied:
+			return string(cl.Phase), "handing back to unmanaged"
+		case staged:
+			return string(cl.Phase), "handed back to unmanaged: Flotilla no longer writes there, the object and its pods keep running"
+		case cs.Applied && cs.Revision == rel.Spec.StableRevision:
+			return string(cl.Phase), fmt.Sprintf("back on revision %d", rel.Spec.StableRevision)
+		}
+		return string(cl.Phase), fmt.Sprintf("returning to revision %d (now: %s)", rel.Spec.StableRevision, now(cs, reported))
+	}
+	if release.Final(rel.Status.Phase) {
+		if staged && pinned == 0 && !cs.Applied {
+			return string(cl.Phase), "not adopted: unmanaged"
+		}
+		return string(cl.Phase), ""
+	}
+	if pinned != rel.Spec.Revision {
+		cur := int(rel.Status.CurrentWave)
+		inSteps := i == cur && int(rel.Status.Waves[i].CurrentStep) < len(release.WaveSteps(rel, rel.Status.Waves[i].Name))
+		keeps := fmt.Sprintf("keeps revision %d", pinned)
+		if staged {
+			keeps = "stays unmanaged"
+		}
+		switch {
+		case i > cur && staged:
+			return string(rolloutv1alpha1.ClusterPending), "not reached yet: unmanaged until its wave"
+		case i > cur:
+			return string(rolloutv1alpha1.ClusterPending), fmt.Sprintf("waits for its wave; %s until then", keeps)
+		case inSteps:
+			if c, ok := revs.CanaryFor(cl.Name); ok {
+				return string(rolloutv1alpha1.ClusterUpdating), fmt.Sprintf("a canary of revision %d runs beside the primary, which %s until the steps pass", c.Revision, keeps)
+			}
+			return string(rolloutv1alpha1.ClusterPending), keeps + " until the wave's canary steps pass"
+		case i == cur:
+			return string(rolloutv1alpha1.ClusterPending), "waits for a free slot (maxUnavailable)"
+		}
+		return string(rolloutv1alpha1.ClusterPending), fmt.Sprintf("joined after its wave: takes revision %d at the next reconcile", rel.Spec.Revision)
+	}
+	running := reported && cs.Applied && cs.Revision == rel.Spec.Revision
+	switch {
+	case running && cs.Health == workv1alpha1.HealthHealthy:
+		return string(rolloutv1alpha1.ClusterHealthy), ""
+	case running && cs.Health == workv1alpha1.HealthDegraded:
+		return string(rolloutv1alpha1.ClusterDegraded), orDash(cs.Message)
+	}
+	return string(rolloutv1alpha1.ClusterUpdating), fmt.Sprintf("waiting for revision %d to run healthy (now: %s)", rel.Spec.Revision, now(cs, reported))
+}
+
+// now says what a cluster runs, in the words of the waiting message.
+func now(cs workv1alpha1.ClusterStatus, reported bool) string {
+	switch {
+	case !reported:
+		return "no status yet"
+	case !cs.Applied:
+		return "not applied yet"
+	}
+	return fmt.Sprintf("revision %d, %s", cs.Revision, orDash(string(cs.Health)))
+}
+
+// workload says what the cluster's member object runs: its revision and images, health and
+// replicas, and its canary beside it.
+func (t *releaseTarget) workload(ctx context.Context, cluster string, cs workv1alpha1.ClusterStatus, reported bool) string {
+	revs := t.binding.BindingSpec().Revisions
+	switch {
+	case !reported:
+		return "[no status yet]  "
+	case !cs.Applied && t.release.Spec.StableRevision == 0 && revs.RevisionFor(cluster) == 0:
+		return "[unmanaged]  "
+	}
+	out := fmt.Sprintf("[%s rev %d", strings.ToLower(t.release.Spec.Resource.Kind), cs.Revision)
+	if img := t.imagesOf(ctx, cs.Revision); img != "" {
+		out += " " + img
+	}
+	out += " " + orDash(string(cs.Health))
 	if cs.Status != nil {
 		var st struct {
 			Replicas          *int64 `json:"replicas"`
@@ -298,9 +635,59 @@ func workload(kind string, cs workv1alpha1.ClusterStatus) string {
 			out += fmt.Sprintf(" %d/%d available", st.AvailableReplicas, *st.Replicas)
 		}
 	}
+	if c, ok := revs.CanaryFor(cluster); ok {
+		out += fmt.Sprintf("; canary %d× rev %d", c.Replicas, c.Revision)
+		if img := t.imagesOf(ctx, c.Revision); img != "" {
+			out += " " + img
+		}
+		out += " " + orDash(string(cs.CanaryHealth))
+	}
 	return out + "]  "
 }
 
+// imagesOf lists the container images of a revision as recorded (before overrides), "" when
+// the revision is not kept or its kind has no pod template.
+func (t *releaseTarget) imagesOf(ctx context.Context, rev int64) string {
+	if rev == 0 {
+		return ""
+	}
+	if img, ok := t.images[rev]; ok {
+		return img
+	}
+	img := ""
+	if u, _, err := release.LoadRevision(ctx, t.c, t.binding, rev); err == nil {
+		img = strings.Join(containerImages(u), ",")
+	}
+	if t.images == nil {
+		t.images = map[int64]string{}
+	}
+	t.images[rev] = img
+	return img
+}
+
+// containerImages reads the images of a workload's pod template (a Deployment's, a Job's, a
+// CronJob's, a Pod's own).
+func containerImages(u *unstructured.Unstructured) []string {
+	for _, path := range [][]string{{"spec", "template", "spec"}, {"spec", "jobTemplate", "spec", "template", "spec"}, {"spec"}} {
+		containers, found, _ := unstructured.NestedSlice(u.Object, append(path, "containers")...)
+		if !found {
+			continue
+		}
+		var out []string
+		for _, c := range containers {
+			if m, ok := c.(map[string]any); ok {
+				if img, ok := m["image"].(string); ok {
+					out = append(out, img)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// watchRelease redraws the tree in place on a terminal; elsewhere (a log, a pipe) it prints
+// each new state once, under a rule.
 func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 	f, isFile := out.(*os.File)
 	tty := isFile && term.IsTerminal(int(f.Fd()))
@@ -308,7 +695,7 @@ func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 	lines := 0
 	for {
 		var buf strings.Builder
-		if err := printRelease(&buf, t); err != nil {
+		if err := printRelease(ctx, &buf, t); err != nil {
 			return err
 		}
 		if s := buf.String(); s != last {

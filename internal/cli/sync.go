@@ -87,23 +87,7 @@ status keeps being reported. Without --cluster every cluster is suspended.`,
 		long: `Removes Flotilla's label, annotations and field manager from the member objects and
 stops placing the template there; the objects, their specs and their pods are untouched.
 Without --cluster every cluster the template is placed on is handed back.`,
-		apply: func(s *workv1alpha1.ResourceBindingSpec, clusters []string) (string, error) {
-			if err := placedOn(s, clusters); err != nil {
-				return "", err
-			}
-			if len(clusters) == 0 {
-				for _, t := range s.Clusters {
-					clusters = append(clusters, t.Name)
-				}
-			}
-			for _, c := range clusters {
-				if !slices.Contains(s.UnmanagedClusters, c) {
-					s.UnmanagedClusters = append(s.UnmanagedClusters, c)
-				}
-			}
-			slices.Sort(s.UnmanagedClusters)
-			return "handed back to unmanaged in " + strings.Join(clusters, ", "), nil
-		},
+		apply: unmanageClusters,
 	},
 	{
 		use:   "manage KIND/NAME",
@@ -167,6 +151,26 @@ func newSyncCommands(g *globals) []*cobra.Command {
 		cmds = append(cmds, withKubeFlags(g, cmd))
 	}
 	return cmds
+}
+
+// unmanageClusters hands the clusters (every placed one when none is named) back to
+// unmanaged; `unmanage` and the undo of an adoption share it.
+func unmanageClusters(s *workv1alpha1.ResourceBindingSpec, clusters []string) (string, error) {
+	if err := placedOn(s, clusters); err != nil {
+		return "", err
+	}
+	if len(clusters) == 0 {
+		for _, t := range s.Clusters {
+			clusters = append(clusters, t.Name)
+		}
+	}
+	for _, c := range clusters {
+		if !slices.Contains(s.UnmanagedClusters, c) {
+			s.UnmanagedClusters = append(s.UnmanagedClusters, c)
+		}
+	}
+	slices.Sort(s.UnmanagedClusters)
+	return "handed back to unmanaged in " + strings.Join(clusters, ", "), nil
 }
 
 // switchSync changes the binding with an optimistic lock and retries on conflict: the

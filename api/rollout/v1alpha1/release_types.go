@@ -198,9 +198,17 @@ type WaveStatus struct {
 type ReleaseStatus struct {
 	// +optional
 	Phase ReleasePhase `json:"phase,omitempty"`
-	// currentWave is the index of the wave in progress.
+	// currentWave is the index of the wave in progress; the number of waves once every wave
+	// passed.
 	// +optional
 	CurrentWave int32 `json:"currentWave,omitempty"`
+	// wave says where the release stands, for people and the WAVE column: "1/3 canary", with
+	// the canary step inside a wave ("1/3 canary step 2/4"), "done" once it succeeded, and
+	// "stopped at 2/3 early" once aborted, rolled back or superseded. Written by the release
+	// controller with the rest of the status.
+	// +optional
+	// +kubebuilder:validation:MaxLength=160
+	Wave string `json:"wave,omitempty"`
 	// waves, in order.
 	// +optional
 	// +listType=atomic
@@ -243,7 +251,7 @@ type ReleaseStatus struct {
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.resource.name`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Wave",type=integer,JSONPath=`.status.currentWave`
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.wave`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Release struct {

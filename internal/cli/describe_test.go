@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+// workIn is shop/web-deployment's Work for cluster.
+func workIn(cluster string) *workv1alpha1.Work {
+	return &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-es-" + cluster, Name: "shop-web-deployment", Labels: map[string]string{
+		workv1alpha1.BindingNamespaceLabel: "shop", workv1alpha1.BindingNameLabel: "web-deployment", workv1alpha1.ClusterLabel: cluster,
+	}}}
+}
+
+// describe tells the truth per cluster during and after a staged adoption: adopted where the
+// release pinned the cluster and its Work exists, not reached yet (unmanaged) where it has not,
+// handed back once the release was aborted; the binding's "waiting for the members" and its
+// overall Unknown health, which count clusters Flotilla does not manage, are not shown.
+func TestDescribeShowsAdoptionStates(t *testing.T) {
+	waiting := []metav1.Condition{{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: "NotApplied", Message: "waiting for the members"}}
+	unknown := workv1alpha1.ClusterStatus{Cluster: "west", Health: workv1alpha1.HealthUnknown}
+	tests := []struct {
+		name    string
+		revs    *workv1alpha1.Revisions
+		status  []workv1alpha1.ClusterStatus
+		release *rolloutv1alpha1.Release
+		works   []client.Object
+		want    []string // regular expressions
+	}{
+		{
+			name:   "first wave adopted",
+			revs:   &workv1alpha1.Revisions{Latest: 1, Stable: 0, Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 1}}},
+			status: []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy}, unknown},
+			release: webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, Wave: "1/2 first",
+				Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveWaitingForApproval}, {Name: "rest", Phase: rolloutv1alpha1.WavePending}}}),
+			works: []client.Object{workIn("east")},
+			want: []string{
+				`Health:     Healthy \(of the 1 adopted of 2 clusters\)`,
+				`Adoption:   staged by release web-deployment-r1 \(Progressing, wave 1/2 first\): 1 of 2 clusters adopted; not reached yet: west`,
+				`east\s+2\s+true\s+Healthy\s+adopted\s+-`,
+				`west\s+2\s+-\s+-\s+not reached yet \(unmanaged\)\s+-`,
+			},
+		},
+		{
+			name:   "aborted",
+			revs:   &workv1alpha1.Revisions{Latest: 1, Stable: 0},
+			status: []workv1alpha1.ClusterStatus{{Cluster: "east", Health: workv1alpha1.HealthUnknown}, unknown},
+			release: webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseAborted, UpdatedClusters: []string{"east"},
+				Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveRolledBack}, {Name: "rest", Phase: rolloutv1alpha1.WavePending}}}),
+			want: []string{
+				`Health:     - \(Flotilla manages no cluster of it yet\)`,
+				"Adoption:   release web-deployment-r1 Aborted: handed back to unmanaged in east, objects and pods left running; Flotilla writes nowhere \\(`flotilla release retry deployment/web` adopts again\\)",
+				`east\s+2\s+-\s+-\s+handed back \(unmanaged\)\s+-`,
+				`west\s+2\s+-\s+-\s+not adopted \(unmanaged\)\s+-`,
+			},
+		},
+		{
+			name:   "adopted everywhere",
+			revs:   &workv1alpha1.Revisions{Latest: 1, Stable: 1},
+			status: []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy}, {Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy}},
+			release: webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded, Wave: "done",
+				Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveSucceeded}, {Name: "rest", Phase: rolloutv1alpha1.WaveSucceeded}}}),
+			works: []client.Object{workIn("east"), workIn("west")},
+			want:  []string{`east\s+2\s+true\s+Healthy\s+managed`, `west\s+2\s+true\s+Healthy\s+managed`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := releasedBinding(tt.revs, tt.status...)
+			b.Status.Conditions = waiting
+			objs := append([]client.Object{b.DeepCopy(), tt.release}, tt.works...)
+			var out bytes.Buffer
+			if err := describeBinding(context.Background(), fakeClient(objs...), &out, b); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !regexp.MustCompile(w).MatchString(out.String()) {
+					t.Errorf("describe lacks %s:\n%s", w, out.String())
+				}
+			}
+			if tt.revs.Stable == 0 && (strings.Contains(out.String(), "waiting for the members") || regexp.MustCompile(`\bmanaged\b`).MatchString(out.String())) {
+				t.Errorf("describe of a staged adoption counts unadopted clusters as waiting or managed:\n%s", out.String())
+			}
+		})
+	}
+}

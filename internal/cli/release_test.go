@@ -1,0 +1,447 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/luavm"
+	"github.com/flotilla-dev/flotilla/internal/release"
+)
+
+// releasedBinding is shop/web-deployment placed on east and west with the given revisions.
+func releasedBinding(revs *workv1alpha1.Revisions, status ...workv1alpha1.ClusterStatus) *workv1alpha1.ResourceBinding {
+	b := webBinding(workv1alpha1.ResourceBindingSpec{
+		Resource:           workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+		ConflictResolution: "Overwrite",
+		Revisions:          revs,
+	})
+	b.TypeMeta = metav1.TypeMeta{APIVersion: workv1alpha1.GroupVersion.String(), Kind: "ResourceBinding"}
+	b.Status.Clusters = status
+	return b
+}
+
+// webRelease is the release of revision rev of shop/web from stable, its waves east then west.
+func webRelease(rev, stable int64, status rolloutv1alpha1.ReleaseStatus, waves ...policyv1alpha1.Wave) *rolloutv1alpha1.Release {
+	if len(waves) == 0 {
+		waves = []policyv1alpha1.Wave{{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}}}
+	}
+	return &rolloutv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("web-deployment-r%d", rev)},
+		Spec: rolloutv1alpha1.ReleaseSpec{
+			Binding:  rolloutv1alpha1.BindingReference{Kind: "ResourceBinding", Name: "web-deployment"},
+			Resource: rolloutv1alpha1.ResourceReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			Revision: rev, StableRevision: stable,
+			Strategy: policyv1alpha1.RolloutStrategy{Waves: waves},
+		},
+		Status: status,
+	}
+}
+
+// webTemplate is the template shop/web running image.
+func webTemplate(image string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(4)),
+			Template: corev1PodTemplate(image),
+		},
+	}
+}
+
+// revisionOf is the ControllerRevision holding the template at revision rev, as the recorder
+// writes it.
+func revisionOf(t *testing.T, b workv1alpha1.Binding, rev int64, d *appsv1.Deployment) *appsv1.ControllerRevision {
+	t.Helper()
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	hash := release.WorkloadHash(interpret.NewRegistry(luavm.Limits{}).For(u.GroupVersionKind()), u)
+	data, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: release.RevisionName(b, rev), Annotations: map[string]string{release.RevisionHashAnnotation: hash}},
+		Data:       runtime.RawExtension{Raw: data}, Revision: rev,
+	}
+}
+
+func corev1PodTemplate(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}},
+	}
+}
+
+func intstrOf(s string) intstr.IntOrString { return intstr.FromString(s) }
+
+func fakeClient(objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).WithStatusSubresource(&rolloutv1alpha1.Release{}).Build()
+}
+
+// A staged first release (an adoption) stays the template's release once it succeeded:
+// `release get` finds it although revision 1 is stable; a first revision that went everywhere
+// at once has none.
+func TestFindReleaseFindsTheAdoption(t *testing.T) {
+	ctx := context.Background()
+	b := releasedBinding(&workv1alpha1.Revisions{Latest: 1, Stable: 1})
+	adopted := webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded})
+	tgt, err := findRelease(ctx, fakeClient(b.DeepCopy(), adopted), "deployment/web", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tgt.release == nil || tgt.release.Name != "web-deployment-r1" {
+		t.Fatalf("release = %v, want the adoption web-deployment-r1", tgt.release)
+	}
+	var out bytes.Buffer
+	if err := printRelease(ctx, &out, tgt); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Release web-deployment-r1  Deployment shop/web  unmanaged → revision 1  Succeeded") {
+		t.Errorf("release get of a finished adoption:\n%s", out.String())
+	}
+	tgt, err = findRelease(ctx, fakeClient(b.DeepCopy()), "deployment/web", "shop")
+	if err != nil || tgt.release != nil {
+		t.Errorf("unstaged first revision: release %v, error %v; want none", tgt, err)
+	}
+}
+
+// Steering a release answers only what happened: a command that would change nothing (the
+// release is over, the wave stands where promote cannot help, it is paused already) fails
+// naming the release and what to do, and leaves the release as it was.
+func TestSteeringRefusesWhatWouldChangeNothing(t *testing.T) {
+	steps := []policyv1alpha1.Wave{{Name: "canary", ClusterNames: []string{"east"}, Steps: []policyv1alpha1.CanaryStep{
+		{SetWeight: ptr.To(int32(20))}, {Analysis: &policyv1alpha1.AnalysisGate{}}, {Pause: &policyv1alpha1.PauseStep{Duration: ptr.To(intstrOf("1m"))}}, {Pause: &policyv1alpha1.PauseStep{}},
+	}}}
+	gated := []policyv1alpha1.Wave{{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}}, {Name: "second", ClusterNames: []string{"west"}}}
+	atStep := func(k int32, phase rolloutv1alpha1.WavePhase) rolloutv1alpha1.ReleaseStatus {
+		return rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, Waves: []rolloutv1alpha1.WaveStatus{{Name: "canary", Phase: phase, CurrentStep: k, AnalysisRun: "web-deployment-r2-canary-step1"}}}
+	}
+	inWave := func(i int32, phase rolloutv1alpha1.WavePhase) rolloutv1alpha1.ReleaseStatus {
+		waves := []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveSucceeded}, {Name: "second", Phase: rolloutv1alpha1.WavePending}}
+		waves[i].Phase = phase
+		return rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, CurrentWave: i, Waves: waves}
+	}
+	final := func(phase rolloutv1alpha1.ReleasePhase) rolloutv1alpha1.ReleaseStatus {
+		return rolloutv1alpha1.ReleaseStatus{Phase: phase, CurrentWave: 2, Waves: []rolloutv1alpha1.WaveStatus{{Name: "first"}, {Name: "second"}}}
+	}
+	held := inWave(0, rolloutv1alpha1.WaveAnalyzing)
+	held.Conditions = []metav1.Condition{{Type: release.ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidAnalysis", Message: `analysis for first: AnalysisTemplate "smoke": {{args.image}} is not declared`}}
+	tests := []struct {
+		name    string
+		verb    string
+		full    bool
+		waves   []policyv1alpha1.Wave
+		status  rolloutv1alpha1.ReleaseStatus
+		spec    func(*rolloutv1alpha1.ReleaseSpec)
+		wantErr string
+	}{
+		{name: "promote succeeded", verb: "promote", waves: gated, status: final(rolloutv1alpha1.ReleaseSucceeded), wantErr: "release/web-deployment-r2 succeeded: revision 2 runs in every cluster, there is nothing to promote"},
+		{name: "promote --full aborted", verb: "promote", full: true, waves: gated, status: final(rolloutv1alpha1.ReleaseAborted), wantErr: "is Aborted, there is nothing to promote (`flotilla release retry`"},
+		{name: "promote rolled back", verb: "promote", waves: gated, status: final(rolloutv1alpha1.ReleaseRolledBack), wantErr: "is RolledBack, there is nothing to promote"},
+		{name: "promote superseded", verb: "promote", waves: gated, status: final(rolloutv1alpha1.ReleaseSuperseded), wantErr: "is Superseded"},
+		{name: "promote held by an analysis mistake", verb: "promote", waves: gated, status: held, wantErr: "is held: analysis for first: AnalysisTemplate \"smoke\": {{args.image}} is not declared; promote cannot pass that"},
+		{name: "promote at a running analysis step", verb: "promote", waves: steps, status: atStep(1, rolloutv1alpha1.WaveAnalyzing),
+			wantErr: "wave 1/1 canary stands at step 2/4 analysis (canary 20%), analysis web-deployment-r2-canary-step1 Analyzing; promote passes an analysis step only once it is Inconclusive"},
+		{name: "promote at a timed pause", verb: "promote", waves: steps, status: atStep(2, rolloutv1alpha1.WaveBaking), wantErr: "stands at step 3/4 pause 1m (canary 20%), which ends by itself"},
+		{name: "promote while canaries start", verb: "promote", waves: steps, status: atStep(0, rolloutv1alpha1.WaveUpdating), wantErr: "stands at step 1/4 setWeight 20% and waits for its canaries to run healthy; there is no pause to pass"},
+		{name: "promote a wave without gates", verb: "promote", waves: gated, status: inWave(1, rolloutv1alpha1.WaveUpdating), wantErr: "wave 2/2 second has no gate to pass"},
+		{name: "promote twice", verb: "promote", waves: gated, status: inWave(0, rolloutv1alpha1.WaveWaitingForApproval), spec: func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedWave = ptr.To(int32(0)) }, wantErr: "the gates of wave 1/2 first are passed already"},
+		{name: "promote after --full", verb: "promote", waves: steps, status: atStep(1, rolloutv1alpha1.WaveUpdating), spec: func(s *rolloutv1alpha1.ReleaseSpec) { s.PromoteFull = true }, wantErr: "is promoted in full already: it succeeds once every cluster runs revision 2 healthy"},
+		{name: "pause succeeded", verb: "pause", waves: gated, status: final(rolloutv1alpha1.ReleaseSucceeded), wantErr: "there is nothing to pause"},
+		{name: "pause paused", verb: "pause", waves: gated, status: inWave(0, rolloutv1alpha1.WaveUpdating), spec: func(s *rolloutv1alpha1.ReleaseSpec) { s.Paused = true }, wantErr: "is paused already"},
+		{name: "resume running", verb: "resume", waves: gated, status: inWave(0, rolloutv1alpha1.WaveWaitingForApproval), wantErr: "is not paused; it waits for approval: `flotilla release promote` passes it"},
+		{name: "resume aborted", verb: "resume", waves: gated, status: final(rolloutv1alpha1.ReleaseAborted), wantErr: "there is nothing to resume"},
+		{name: "abort succeeded", verb: "abort", waves: gated, status: final(rolloutv1alpha1.ReleaseSucceeded), wantErr: "there is nothing to abort (`flotilla release undo` goes back)"},
+		{name: "abort rolled back", verb: "abort", waves: gated, status: final(rolloutv1alpha1.ReleaseRolledBack), wantErr: "there is nothing to abort"},
+		{name: "retry running", verb: "retry", waves: gated, status: inWave(0, rolloutv1alpha1.WaveUpdating), wantErr: "retry starts again only a release that was aborted, rolled back or holds a Failed wave"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := webRelease(2, 1, tt.status, tt.waves...)
+			if tt.spec != nil {
+				tt.spec(&rel.Spec)
+			}
+			c := fakeClient(rel.DeepCopy())
+			tgt := &releaseTarget{c: c, binding: releasedBinding(&workv1alpha1.Revisions{Latest: 2, Stable: 1}), release: rel.DeepCopy()}
+			var out bytes.Buffer
+			err := tgt.steer(context.Background(), &out, tt.verb, tt.full)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("%s: error = %v\nwant it to contain %q (output %q)", tt.verb, err, tt.wantErr, out.String())
+			}
+			if out.Len() > 0 {
+				t.Errorf("%s printed %q although it changed nothing", tt.verb, out.String())
+			}
+			got := &rolloutv1alpha1.Release{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(rel), got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(rel.Spec, got.Spec); diff != "" {
+				t.Errorf("%s changed the release (-before +after):\n%s", tt.verb, diff)
+			}
+		})
+	}
+}
+
+// What promote can pass it passes, and it says which.
+func TestPromotePassesWhatWaits(t *testing.T) {
+	steps := []policyv1alpha1.Wave{{Name: "canary", ClusterNames: []string{"east"}, Steps: []policyv1alpha1.CanaryStep{{SetWeight: ptr.To(int32(20))}, {Pause: &policyv1alpha1.PauseStep{}}}}}
+	gated := []policyv1alpha1.Wave{{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}}}
+	status := func(name string, k int32, phase rolloutv1alpha1.WavePhase) rolloutv1alpha1.ReleaseStatus {
+		return rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, Waves: []rolloutv1alpha1.WaveStatus{{Name: name, Phase: phase, CurrentStep: k}}}
+	}
+	tests := []struct {
+		name     string
+		full     bool
+		waves    []policyv1alpha1.Wave
+		status   rolloutv1alpha1.ReleaseStatus
+		wantSpec func(*rolloutv1alpha1.ReleaseSpec)
+		wantOut  string
+	}{
+		{name: "a canary pause", waves: steps, status: status("canary", 1, rolloutv1alpha1.WaveWaitingForApproval),
+			wantSpec: func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedStep = "canary/1" },
+			wantOut:  "release/web-deployment-r2 promoted: wave 1/1 canary passes step 2/2 pause until promote (canary 20%)\n"},
+		{name: "manual approval", waves: gated, status: status("first", 0, rolloutv1alpha1.WaveWaitingForApproval),
+			wantSpec: func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedWave = ptr.To(int32(0)) },
+			wantOut:  "release/web-deployment-r2 promoted: wave 1/1 first passes its gates (manual approval)\n"},
+		{name: "full while canaries start", full: true, waves: steps, status: status("canary", 0, rolloutv1alpha1.WaveUpdating),
+			wantSpec: func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedWave, s.PromoteFull = ptr.To(int32(0)), true },
+			wantOut:  "release/web-deployment-r2 promoted in full: every remaining wave takes revision 2 at once, gates skipped\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := webRelease(2, 1, tt.status, tt.waves...)
+			c := fakeClient(rel.DeepCopy())
+			tgt := &releaseTarget{c: c, binding: releasedBinding(&workv1alpha1.Revisions{Latest: 2, Stable: 1}), release: rel.DeepCopy()}
+			var out bytes.Buffer
+			if err := tgt.steer(context.Background(), &out, "promote", tt.full); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.wantOut {
+				t.Errorf("output %q, want %q", out.String(), tt.wantOut)
+			}
+			got := &rolloutv1alpha1.Release{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(rel), got); err != nil {
+				t.Fatal(err)
+			}
+			want := rel.Spec.DeepCopy()
+			tt.wantSpec(want)
+			if diff := cmp.Diff(*want, got.Spec); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Undoing an adoption (a staged first release) hands the objects back to unmanaged once it
+// succeeded, through the binding's unmanagedClusters as `unmanage` does; one in progress or
+// already handed back is refused naming the command that helps; undo to the workload the
+// template holds already is refused instead of claiming a release.
+func TestUndoOfAnAdoption(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name          string
+		revs          *workv1alpha1.Revisions
+		release       *rolloutv1alpha1.Release
+		wantOut       string
+		wantErr       string
+		wantUnmanaged []string
+	}{
+		{name: "succeeded", revs: &workv1alpha1.Revisions{Latest: 1, Stable: 1},
+			release:       webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded}),
+			wantOut:       "deployment/web: adoption by release web-deployment-r1 undone: handed back to unmanaged in east, west; the objects and their pods keep running (`flotilla manage deployment/web` adopts them again)\n",
+			wantUnmanaged: []string{"east", "west"}},
+		{name: "in progress", revs: &workv1alpha1.Revisions{Latest: 1, Stable: 0, Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 1}}},
+			release: webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing}),
+			wantErr: "release web-deployment-r1 is still adopting it wave by wave; `flotilla release abort deployment/web` hands the clusters it adopted back to unmanaged"},
+		{name: "aborted", revs: &workv1alpha1.Revisions{Latest: 1, Stable: 0},
+			release: webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseAborted}),
+			wantErr: "is Aborted and handed its clusters back to unmanaged already; nothing to undo"},
+		{name: "first revision, not staged", revs: &workv1alpha1.Revisions{Latest: 1, Stable: 1},
+			wantErr: "deployment/web: the template holds the workload of revision 1 already, so undo would change nothing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := releasedBinding(tt.revs)
+			objs := []client.Object{b.DeepCopy(), webTemplate("registry.example/web:1"), revisionOf(t, b, 1, webTemplate("registry.example/web:1"))}
+			if tt.release != nil {
+				objs = append(objs, tt.release)
+			}
+			c := fakeClient(objs...)
+			tgt, err := findRelease(ctx, c, "deployment/web", "shop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			err = undoRelease(ctx, &out, tgt, 0)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.wantOut {
+				t.Errorf("output %q, want %q", out.String(), tt.wantOut)
+			}
+			got := &workv1alpha1.ResourceBinding{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantUnmanaged, got.Spec.UnmanagedClusters); diff != "" {
+				t.Errorf("unmanaged clusters (-want +got):\n%s", diff)
+			}
+			tmpl := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, tmpl); err != nil {
+				t.Fatal(err)
+			}
+			if tmpl.Spec.Template.Spec.Containers[0].Image != "registry.example/web:1" {
+				t.Errorf("undo changed the template's image to %s", tmpl.Spec.Template.Spec.Containers[0].Image)
+			}
+		})
+	}
+}
+
+// The tree's words about a cluster come from the same live reading as the figures beside them
+// (a release's own messages date from its last reconcile), and a cluster in a canary step shows
+// its canary replicas and the images of both revisions; the wave says its step as N/M.
+func TestReleaseTreeSaysWhatTheLiveStatusShows(t *testing.T) {
+	ctx := context.Background()
+	waves := []policyv1alpha1.Wave{
+		{Name: "canary", ClusterNames: []string{"east"}, Steps: []policyv1alpha1.CanaryStep{{SetWeight: ptr.To(int32(20))}, {Pause: &policyv1alpha1.PauseStep{}}, {SetWeight: ptr.To(int32(40))}, {Pause: &policyv1alpha1.PauseStep{}}}},
+		{Name: "rest", ClusterNames: []string{"west"}},
+	}
+	status := func(raw string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(raw)} }
+	tests := []struct {
+		name     string
+		revs     *workv1alpha1.Revisions
+		clusters []workv1alpha1.ClusterStatus
+		status   rolloutv1alpha1.ReleaseStatus
+		want     []string
+		notWant  []string
+	}{
+		{
+			name: "a stale message under a healthy cluster",
+			revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1, Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 2}}},
+			clusters: []workv1alpha1.ClusterStatus{
+				{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy, Status: status(`{"replicas":3,"availableReplicas":3}`)},
+				{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy},
+			},
+			status: rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, Waves: []rolloutv1alpha1.WaveStatus{
+				{Name: "canary", Phase: rolloutv1alpha1.WaveUpdating, CurrentStep: 4, Message: "0 of 1 clusters run revision 2 healthy",
+					Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterUpdating, Message: "waiting for revision 2 to run healthy (now: revision 0, Healthy)"}}},
+				{Name: "rest", Phase: rolloutv1alpha1.WavePending, Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "west", Phase: rolloutv1alpha1.ClusterPending}}},
+			}},
+			want: []string{
+				"└─ ✔ east  Healthy  [deployment rev 2 registry.example/web:2 Healthy 3/3 available]",
+				"├─ ◐ wave canary  Updating  canary steps 4/4 done; 1 of 1 clusters run revision 2 healthy",
+				"└─ ○ west  Pending  [deployment rev 1 registry.example/web:1 Healthy]  waits for its wave; keeps revision 1 until then",
+			},
+			notWant: []string{"now: revision 0", "0 of 1"},
+		},
+		{
+			name: "a canary at its second step",
+			revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1, Canaries: []workv1alpha1.CanaryPin{{Cluster: "east", Revision: 2, Replicas: 1}}},
+			clusters: []workv1alpha1.ClusterStatus{
+				{Cluster: "east", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy, CanaryHealth: workv1alpha1.HealthHealthy, Status: status(`{"replicas":4,"availableReplicas":4}`)},
+				{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy},
+			},
+			status: rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, Waves: []rolloutv1alpha1.WaveStatus{
+				{Name: "canary", Phase: rolloutv1alpha1.WaveWaitingForApproval, CurrentStep: 1, Message: "step 1 pause: waiting for `flotilla release promote`",
+					Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterPending, Message: "waits for a free slot (maxUnavailable)"}}},
+				{Name: "rest", Phase: rolloutv1alpha1.WavePending, Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "west", Phase: rolloutv1alpha1.ClusterPending}}},
+			}},
+			want: []string{
+				"├─ ॥ wave canary  WaitingForApproval  step 2/4 pause until promote (canary 20%): waiting for `flotilla release promote`",
+				"└─ ◐ east  Updating  [deployment rev 1 registry.example/web:1 Healthy 4/4 available; canary 1× rev 2 registry.example/web:2 Healthy]  a canary of revision 2 runs beside the primary, which keeps revision 1 until the steps pass",
+			},
+			notWant: []string{"free slot", "step 1 pause"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := releasedBinding(tt.revs, tt.clusters...)
+			rel := webRelease(2, 1, tt.status, waves...)
+			c := fakeClient(b.DeepCopy(), rel.DeepCopy(), revisionOf(t, b, 1, webTemplate("registry.example/web:1")), revisionOf(t, b, 2, webTemplate("registry.example/web:2")))
+			tgt, err := findRelease(ctx, c, "deployment/web", "shop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := printRelease(ctx, &out, tgt); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("tree lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("tree says %q, which the live status contradicts:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+// An aborted adoption's tree says its clusters were handed back to unmanaged, not that they
+// wait for anything.
+func TestReleaseTreeOfAnAbortedAdoption(t *testing.T) {
+	ctx := context.Background()
+	b := releasedBinding(&workv1alpha1.Revisions{Latest: 1, Stable: 0},
+		workv1alpha1.ClusterStatus{Cluster: "east", Health: workv1alpha1.HealthUnknown},
+		workv1alpha1.ClusterStatus{Cluster: "west", Health: workv1alpha1.HealthUnknown})
+	rel := webRelease(1, 0, rolloutv1alpha1.ReleaseStatus{
+		Phase: rolloutv1alpha1.ReleaseAborted, UpdatedClusters: []string{"east"},
+		Message: "aborted by request; east handed back to unmanaged (objects and pods left running)",
+		Waves: []rolloutv1alpha1.WaveStatus{
+			{Name: "first", Phase: rolloutv1alpha1.WaveRolledBack, Message: "handed back to unmanaged (objects and pods left running)",
+				Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterRolledBack, Message: "waiting for revision 1 to run healthy"}}},
+			{Name: "rest", Phase: rolloutv1alpha1.WavePending, Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "west", Phase: rolloutv1alpha1.ClusterPending}}},
+		},
+	})
+	tgt, err := findRelease(ctx, fakeClient(b, rel), "deployment/web", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printRelease(ctx, &out, tgt); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"↺ Release web-deployment-r1  Deployment shop/web  unmanaged → revision 1  Aborted",
+		"└─ ↺ east  RolledBack  [unmanaged]  handed back to unmanaged: Flotilla no longer writes there, the object and its pods keep running",
+		"└─ ○ west  Pending  [unmanaged]  not adopted: unmanaged",
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("tree lacks %q:\n%s", w, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "waiting") {
+		t.Errorf("an aborted adoption waits for nothing:\n%s", out.String())
+	}
+}
