@@ -27,8 +27,9 @@ const (
 	// and loop of one evaluation together. It also bounds the iterations of all loops.
 	maxConditionElements = 100_000
 	// maxConditionText is how many bytes of strings and copied collections one evaluation may
-	// build: as much as the largest web response, so lower(result) still works once.
-	maxConditionText = maxWebResponse
+	// build: a few times the largest answer a provider reads (maxResponseBytes), so
+	// lower(result) still works on it more than once.
+	maxConditionText = 4 << 20
 )
 
 // textBudget is what an evaluation may still build; every evaluation gets a fresh one.

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	psapi "k8s.io/pod-security-admission/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,12 @@ type Controller struct {
 	Recorder events.EventRecorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Egress decides where web and Prometheus metrics may connect; nil allows public
+	// addresses only (and private and loopback ones to ClusterAnalysisTemplates' metrics).
+	Egress *Egress
+	// PodSecurity is the level the Job pods of a namespace's templates must meet; empty means
+	// restricted.
+	PodSecurity psapi.Level
 }
 
 // SetupWithManager registers the controller.
@@ -168,7 +175,7 @@ func (c *Controller) measureMetric(ctx context.Context, run *rolloutv1alpha1.Ana
 	if result.Phase.Completed() {
 		return result, time.Time{}
 	}
-	provider := c.provider(metric)
+	provider := c.provider(run, metric)
 	for range maxMeasurementsPerReconcile {
 		started := c.now()
 		if due := NextMeasurementAt(metric, result, runStart); due.After(started) {
@@ -201,7 +208,7 @@ func (c *Controller) terminate(ctx context.Context, run *rolloutv1alpha1.Analysi
 	}
 	result = *result.DeepCopy()
 	if n := len(result.Measurements); n > 0 && result.Measurements[n-1].Phase == rolloutv1alpha1.AnalysisRunning {
-		if stopper, ok := c.provider(metric).(interface {
+		if stopper, ok := c.provider(run, metric).(interface {
 			Stop(context.Context, *rolloutv1alpha1.AnalysisRun, rolloutv1alpha1.Metric) error
 		}); ok {
 			if err := stopper.Stop(ctx, runView(run, result), metric); err != nil {
@@ -216,15 +223,17 @@ func (c *Controller) terminate(ctx context.Context, run *rolloutv1alpha1.Analysi
 	return result
 }
 
-// provider picks the metric's provider.
-func (c *Controller) provider(metric rolloutv1alpha1.Metric) Provider {
+// provider picks the metric's provider, with the platform's allowances when the metric came
+// from a ClusterAnalysisTemplate.
+func (c *Controller) provider(run *rolloutv1alpha1.AnalysisRun, metric rolloutv1alpha1.Metric) Provider {
+	platform := platformMetric(run, metric.Name)
 	switch {
 	case metric.Provider.Prometheus != nil:
-		return &PrometheusProvider{Now: c.Now}
+		return &PrometheusProvider{Now: c.Now, Egress: c.Egress, Platform: platform}
 	case metric.Provider.Web != nil:
-		return &WebProvider{}
+		return &WebProvider{Egress: c.Egress, Platform: platform}
 	case metric.Provider.Job != nil && c.Members != nil:
-		return &JobProvider{Members: c.Members}
+		return &JobProvider{Members: c.Members, PodSecurity: c.PodSecurity, Platform: platform}
 	case metric.Provider.Job != nil:
 		return failingProvider{errors.New("job metrics are not available: the controller has no access to member clusters")}
 	}

@@ -42,7 +42,7 @@ func newHarness(t *testing.T, run *rolloutv1alpha1.AnalysisRun, members Members)
 	}
 	c := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(run).WithStatusSubresource(&rolloutv1alpha1.AnalysisRun{}).Build()
 	h := &harness{t: t, client: c, recorder: events.NewFakeRecorder(10), now: t0, key: client.ObjectKeyFromObject(run)}
-	h.ctrl = &Controller{Client: c, Members: members, Recorder: h.recorder, Now: func() time.Time { return h.now }}
+	h.ctrl = &Controller{Client: c, Members: members, Recorder: h.recorder, Now: func() time.Time { return h.now }, Egress: testLoopback}
 	return h
 }
 

@@ -49,7 +49,25 @@
 // lower, split, fromJSON, base64, keys, values, pairs, take, uniq, median) are rewritten at
 // compile time to wrappers that compute the size first (see bounds.go). What is not bounded is
 // wall-clock time: expr's VM cannot be interrupted, so a loop of up to 100,000 iterations that
-// scans a large result (a 4 MiB web response) with `matches` costs CPU, though no memory.
+// scans a large result (a 1 MiB web answer) with `matches` costs CPU, though no memory.
+//
+// A namespace's AnalysisTemplate is tenant input; a ClusterAnalysisTemplate is the platform's.
+// A run's spec.templates says which metric came from which (NewRunFrom writes it); a metric it
+// does not name is a tenant's. Web and Prometheus calls (egress.go) use http or https only
+// (refused at admission where the URL is written out, and before calling), follow at most 3
+// redirects and only to the same host, read at most 1 MiB, and dial only addresses Egress
+// permits, checked at connect time so DNS cannot steer around it: a tenant's metric reaches
+// public addresses, a platform's also private and loopback ones, and link-local, metadata,
+// unspecified and multicast addresses are reached only through --analysis-allow-cidr. No error
+// repeats an answer's body; what is recorded is the value jsonPath picked (cut to 1 KiB). The
+// trade-off: a tenant who needs an in-cluster endpoint asks the platform for a
+// ClusterAnalysisTemplate or an allowed range, instead of every tenant reaching every internal
+// service with Flotilla's network position.
+//
+// A tenant's job metric is checked against the Pod Security level (--analysis-pod-security-level,
+// restricted by default) with the Kubernetes pod-security-admission library before any Job is
+// created; a member namespace Flotilla creates for the Jobs is labelled to enforce the level,
+// an existing one is never relabelled. The platform's Jobs are not checked.
 //
 // {{args.NAME}} in a Prometheus query, a web url, body or header, and the Job spec is replaced
 // by the run's argument; a missing value is an error naming the argument. Values are inserted

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
@@ -63,8 +66,31 @@ func (m CacheMembers) Clientset(cluster string) (kubernetes.Interface, error) {
 // them: true once all completed, false as soon as one failed. The measurement's Jobs are named
 // after the run, the metric and the metric's measurement count, so reading again (or creating
 // again after a restart) always finds the same Jobs.
+//
+// The pod of a namespace's template is checked against the Pod Security level (restricted by
+// default) before any Job is created: a violation is an error naming the library's reasons and
+// the fix, and no Job exists. A namespace Flotilla creates for the Jobs gets the Pod Security
+// Admission labels of the level, so the member enforces it too; an existing namespace is never
+// relabelled. A ClusterAnalysisTemplate's Job (Platform) is the platform's: it is not checked,
+// and a namespace it creates is not labelled.
 type JobProvider struct {
 	Members Members
+	// PodSecurity is the level a namespace's Job pods must meet; empty means restricted.
+	PodSecurity psapi.Level
+	// Platform says the metric comes from a ClusterAnalysisTemplate.
+	Platform bool
+}
+
+// level is the Pod Security level the provider's Jobs are held to; privileged holds them to
+// nothing.
+func (p *JobProvider) level() psapi.Level {
+	switch {
+	case p.Platform:
+		return psapi.LevelPrivileged
+	case p.PodSecurity == "":
+		return psapi.LevelRestricted
+	}
+	return p.PodSecurity
 }
 
 // Measure implements Provider.
@@ -89,6 +115,9 @@ func (p *JobProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analysis
 		if apierrors.IsNotFound(err) {
 			if desired == nil {
 				if desired, err = buildJob(run, metric, name, index); err != nil {
+					return nil, "", err
+				}
+				if err := checkPodSecurity(p.level(), &desired.Spec.Template); err != nil {
 					return nil, "", err
 				}
 			}
@@ -137,7 +166,7 @@ func (p *JobProvider) Stop(ctx context.Context, run *rolloutv1alpha1.AnalysisRun
 }
 
 func (p *JobProvider) create(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) (*batchv1.Job, error) {
-	if err := ensureNamespace(ctx, cs, job.Namespace); err != nil {
+	if err := ensureNamespace(ctx, cs, job.Namespace, p.level()); err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, jobCallTimeout)
@@ -186,7 +215,10 @@ func deleteInBackground() metav1.DeleteOptions {
 	return metav1.DeleteOptions{PropagationPolicy: &policy}
 }
 
-func ensureNamespace(ctx context.Context, cs kubernetes.Interface, namespace string) error {
+// ensureNamespace creates the Jobs' namespace in a member when it is missing, labelled to
+// enforce the Pod Security level (unless privileged). An existing namespace is left as it is:
+// its labels are its owner's.
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, namespace string, level psapi.Level) error {
 	cctx, cancel := context.WithTimeout(ctx, jobCallTimeout)
 	defer cancel()
 	_, err := cs.CoreV1().Namespaces().Get(cctx, namespace, metav1.GetOptions{})
@@ -194,6 +226,10 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, namespace str
 		// Marked as Flotilla's like the executor's namespaces, so a Namespace template placed
 		// later adopts it without a conflict.
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{workv1alpha1.ManagedByLabel: workv1alpha1.ManagedByValue}}}
+		if level != psapi.LevelPrivileged {
+			ns.Labels[psapi.EnforceLevelLabel] = string(level)
+			ns.Labels[psapi.EnforceVersionLabel] = psapi.VersionLatest
+		}
 		_, err = cs.CoreV1().Namespaces().Create(cctx, ns, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
@@ -203,6 +239,36 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, namespace str
 		return fmt.Errorf("creating namespace %s: %w", namespace, err)
 	}
 	return nil
+}
+
+// podSecurity evaluates pods against the Pod Security Standards, as the apiserver's admission
+// plugin does.
+var podSecurity = sync.OnceValues(func() (policy.Evaluator, error) {
+	return policy.NewEvaluator(policy.DefaultChecks(), nil)
+})
+
+// checkPodSecurity refuses a Job's pod that does not meet level, naming every violation and
+// how to comply.
+func checkPodSecurity(level psapi.Level, pod *corev1.PodTemplateSpec) error {
+	if level == psapi.LevelPrivileged {
+		return nil
+	}
+	evaluator, err := podSecurity()
+	if err != nil {
+		return fmt.Errorf("pod security checks: %w", err)
+	}
+	result := policy.AggregateCheckResults(evaluator.EvaluatePod(psapi.LevelVersion{Level: level, Version: psapi.LatestVersion()}, &pod.ObjectMeta, &pod.Spec))
+	if result.Allowed {
+		return nil
+	}
+	fix := "remove host namespaces, host paths, host ports, privileged mode and added capabilities"
+	if level == psapi.LevelRestricted {
+		fix += ", and set securityContext.runAsNonRoot: true and securityContext.seccompProfile.type: RuntimeDefault on the pod, allowPrivilegeEscalation: false and capabilities.drop: [ALL] on every container"
+	}
+	// Reasons and fix come first, the details (which container, which field) last and cut:
+	// messages are bounded, and what to do must survive.
+	return fmt.Errorf("provider.job.spec.template violates Pod Security %q, the platform's level for a namespace's analysis Jobs (%s); no Job was created: %s, or use a ClusterAnalysisTemplate, which the platform writes; details: %s",
+		level, result.ForbiddenReason(), fix, shorten(result.ForbiddenDetail(), 400))
 }
 
 // buildJob renders the metric's Job for one measurement, arguments substituted.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,12 +30,19 @@ func (f fakeMembers) Clientset(cluster string) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
+// restrictedPod and restrictedContainer are what Pod Security "restricted" asks of a pod and
+// each of its containers.
+const (
+	restrictedPod       = `"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}`
+	restrictedContainer = `"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}`
+)
+
 func jobMetric() rolloutv1alpha1.Metric {
 	return rolloutv1alpha1.Metric{
 		Name: "smoke",
 		Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{
 			Metadata: rolloutv1alpha1.JobMetadata{Labels: map[string]string{"team": "shop"}},
-			Spec:     runtime.RawExtension{Raw: []byte(`{"backoffLimit":0,"template":{"spec":{"containers":[{"name":"smoke","image":"curl","args":["https://{{args.host}}/health"]}]}}}`)},
+			Spec:     runtime.RawExtension{Raw: []byte(`{"backoffLimit":0,"template":{"spec":{` + restrictedPod + `,"containers":[{"name":"smoke","image":"curl","args":["https://{{args.host}}/health"],` + restrictedContainer + `}]}}}`)},
 		}},
 	}
 }
@@ -214,4 +222,92 @@ func TestJobName(t *testing.T) {
 	if got := labelValue(long + long); len(validation.IsValidLabelValue(got)) > 0 {
 		t.Errorf("labelValue = %s is not a label value", got)
 	}
+}
+
+// A namespace's Job pods are held to the Pod Security level before any Job exists; the
+// platform's (a ClusterAnalysisTemplate's) are not.
+func TestJobProviderPodSecurity(t *testing.T) {
+	ctx := context.Background()
+	privileged := `{"template":{"spec":{"hostNetwork":true,"hostPID":true,` +
+		`"volumes":[{"name":"root","hostPath":{"path":"/"}}],` +
+		`"containers":[{"name":"smoke","image":"curl","volumeMounts":[{"name":"root","mountPath":"/host"}],` +
+		`"securityContext":{"privileged":true,"capabilities":{"add":["SYS_ADMIN"]}}}]}}}`
+	plain := `{"template":{"spec":{"containers":[{"name":"smoke","image":"curl"}]}}}`
+	restricted := `{"template":{"spec":{` + restrictedPod + `,"containers":[{"name":"smoke","image":"curl",` + restrictedContainer + `}]}}}`
+	tests := []struct {
+		name        string
+		provider    JobProvider
+		spec        string
+		wantError   []string // nil: the Job is created
+		wantNSLabel string   // enforce label of the namespace it creates
+	}{
+		{name: "privileged pod refused", spec: privileged, wantError: []string{
+			`provider.job.spec.template violates Pod Security "restricted"`, "host namespaces", "privileged", "restricted volume types",
+			"no Job was created", "set securityContext.runAsNonRoot: true",
+		}},
+		{name: "plain pod refused by restricted", spec: plain, wantError: []string{
+			"allowPrivilegeEscalation != false", "runAsNonRoot != true", "seccompProfile", `container "smoke" must set securityContext.allowPrivilegeEscalation=false`,
+		}},
+		{name: "restricted pod runs", spec: restricted, wantNSLabel: "restricted"},
+		{name: "baseline allows a plain pod", provider: JobProvider{PodSecurity: "baseline"}, spec: plain, wantNSLabel: "baseline"},
+		{name: "baseline refuses host namespaces", provider: JobProvider{PodSecurity: "baseline"}, spec: privileged, wantError: []string{`violates Pod Security "baseline"`, "host namespaces", "hostPath volumes"}},
+		{name: "privileged level checks nothing", provider: JobProvider{PodSecurity: "privileged"}, spec: privileged},
+		{name: "a ClusterAnalysisTemplate's Job is the platform's", provider: JobProvider{Platform: true}, spec: privileged},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			p := tt.provider
+			p.Members = fakeMembers{"eu-1": cs}
+			metric := rolloutv1alpha1.Metric{Name: "smoke", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{Spec: runtime.RawExtension{Raw: []byte(tt.spec)}}}}
+			_, _, err := p.Measure(ctx, jobRun("eu-1"), metric)
+			jobs, _ := cs.BatchV1().Jobs("shop").List(ctx, metav1.ListOptions{})
+			if tt.wantError != nil {
+				if err == nil || errors.Is(err, ErrInProgress) {
+					t.Fatalf("error = %v, want a Pod Security refusal", err)
+				}
+				for _, want := range tt.wantError {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not contain %q", err, want)
+					}
+				}
+				if len(jobs.Items) != 0 {
+					t.Errorf("%d Jobs created, want none", len(jobs.Items))
+				}
+				if _, err := cs.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{}); err == nil {
+					t.Error("the namespace was created for a refused Job")
+				}
+				return
+			}
+			if !errors.Is(err, ErrInProgress) || len(jobs.Items) != 1 {
+				t.Fatalf("error = %v with %d Jobs, want the Job created", err, len(jobs.Items))
+			}
+			ns, err := cs.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != tt.wantNSLabel {
+				t.Errorf("namespace enforce label %q, want %q", got, tt.wantNSLabel)
+			}
+			if tt.wantNSLabel != "" && ns.Labels["pod-security.kubernetes.io/enforce-version"] != "latest" {
+				t.Errorf("namespace labels %v, want enforce-version latest", ns.Labels)
+			}
+		})
+	}
+
+	t.Run("an existing namespace is not relabelled", func(t *testing.T) {
+		existing := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}}
+		cs := fake.NewClientset(existing)
+		p := JobProvider{Members: fakeMembers{"eu-1": cs}}
+		if _, _, err := p.Measure(ctx, jobRun("eu-1"), jobMetric()); !errors.Is(err, ErrInProgress) {
+			t.Fatal(err)
+		}
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(existing.Labels, ns.Labels); diff != "" {
+			t.Errorf("labels changed (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -292,6 +292,17 @@ func ValidateMetrics(metrics []rolloutv1alpha1.Metric) error {
 		if w := m.Provider.Web; w != nil && w.Method != "" && w.Method != "GET" && w.Method != "POST" {
 			errs = append(errs, fmt.Errorf("%s.provider.web.method: %q is not supported; use GET or POST", field, w.Method))
 		}
+		// Admission refuses these too; a run written before that rule fails at once.
+		if w := m.Provider.Web; w != nil {
+			if err := literalSchemeProblem(field+".provider.web.url", w.URL); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if p := m.Provider.Prometheus; p != nil {
+			if err := literalSchemeProblem(field+".provider.prometheus.address", p.Address); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if j := m.Provider.Job; j != nil {
 			var spec map[string]any
 			if err := json.Unmarshal(j.Spec.Raw, &spec); err != nil || spec == nil {

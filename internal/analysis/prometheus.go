@@ -2,9 +2,9 @@ package analysis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -20,10 +20,14 @@ const defaultPrometheusTimeout = 30 * time.Second
 
 // PrometheusProvider runs a metric's query as an instant query. An instant vector becomes a
 // []float64 of the sample values in the server's order, a scalar a float64; any other result
-// type, an unreachable server or an error answer is an error.
+// type, an unreachable server or an error answer is an error. The address must be http or
+// https and is reached under Egress's rules, like a web metric's; at most 1 MiB of an answer
+// is read, and an error answer shows the server's error message cut short, never its body.
 type PrometheusProvider struct {
-	// RoundTripper carries the requests; nil uses the client library's default transport.
-	RoundTripper http.RoundTripper
+	// Egress decides which addresses may be reached; nil allows public addresses only.
+	Egress *Egress
+	// Platform says the metric comes from a ClusterAnalysisTemplate.
+	Platform bool
 	// Now is the evaluation time of queries; nil means time.Now.
 	Now func() time.Time
 }
@@ -38,11 +42,14 @@ func (p *PrometheusProvider) Measure(ctx context.Context, run *rolloutv1alpha1.A
 	if err != nil {
 		return nil, "", fmt.Errorf("provider.prometheus.query: %w", err)
 	}
-	client, err := promapi.NewClient(promapi.Config{Address: spec.Address, RoundTripper: p.RoundTripper})
+	if _, err := checkScheme("provider.prometheus.address", spec.Address); err != nil {
+		return nil, "", err
+	}
+	timeout := secondsOr(spec.TimeoutSeconds, defaultPrometheusTimeout)
+	client, err := promapi.NewClient(promapi.Config{Address: spec.Address, Client: egressOrDefault(p.Egress).Client(p.Platform, timeout)})
 	if err != nil {
 		return nil, "", fmt.Errorf("provider.prometheus.address %q: %w", spec.Address, err)
 	}
-	timeout := secondsOr(spec.TimeoutSeconds, defaultPrometheusTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	now := time.Now
@@ -51,12 +58,18 @@ func (p *PrometheusProvider) Measure(ctx context.Context, run *rolloutv1alpha1.A
 	}
 	value, _, _, err := promv1.NewAPI(client).Query(ctx, query, now(), promv1.WithTimeout(timeout))
 	if err != nil {
-		// A generic HTTP error keeps the server's answer in Detail; it says why.
+		// A generic HTTP error keeps the server's body in Detail: it is never shown, since the
+		// server may be one the template should not read. The API's own error message is
+		// shown, cut short.
 		var apiErr *promv1.Error
-		if errors.As(err, &apiErr) && strings.TrimSpace(apiErr.Detail) != "" {
-			return nil, "", fmt.Errorf("querying prometheus at %s: %w: %s", spec.Address, err, shorten(strings.TrimSpace(apiErr.Detail), 300))
+		if errors.As(err, &apiErr) {
+			msg := apiErr.Msg
+			if reason := prometheusErrorField(apiErr.Detail); reason != "" {
+				msg += ": " + reason
+			}
+			return nil, "", fmt.Errorf("querying prometheus at %s: %s: %s", spec.Address, apiErr.Type, shorten(strings.TrimSpace(msg), maxErrorExcerpt))
 		}
-		return nil, "", fmt.Errorf("querying prometheus at %s: %w", spec.Address, err)
+		return nil, "", fmt.Errorf("querying prometheus at %s: %w", spec.Address, callCause(err))
 	}
 	switch v := value.(type) {
 	case model.Vector:
@@ -74,6 +87,23 @@ func (p *PrometheusProvider) Measure(ctx context.Context, run *rolloutv1alpha1.A
 		return nil, "", fmt.Errorf("query %q returned a %s; write a query that returns an instant vector or a scalar", query, v.Type())
 	}
 }
+
+// prometheusErrorField is the "error" field of a Prometheus API error answer that came with
+// a status code the client does not decode (500): a field of a JSON answer, like a web
+// metric's jsonPath result, never the body itself.
+func prometheusErrorField(body string) string {
+	var answer struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &answer) != nil || answer.Status != "error" {
+		return ""
+	}
+	return answer.Error
+}
+
+// maxErrorExcerpt bounds the part of a server's error message an error repeats.
+const maxErrorExcerpt = 200
 
 // secondsOr turns a timeoutSeconds field into a duration, def when unset.
 func secondsOr(seconds int32, def time.Duration) time.Duration {

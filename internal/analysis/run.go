@@ -18,7 +18,46 @@ import (
 // ignored. Each template's dryRun and measurementRetention apply to its own metrics ("*"
 // becomes their names); the run's inconclusive is Fail when any template says Fail. The run is
 // not created: the caller owns it.
+//
+// NewRun records no template names: every metric of the run counts as a namespace's (the
+// strictest rules). NewRunFrom records where each metric came from.
 func NewRun(namespace, name string, templates []rolloutv1alpha1.AnalysisTemplateSpec, args []rolloutv1alpha1.Argument, clusters []string) (*rolloutv1alpha1.AnalysisRun, error) {
+	from := make([]Template, len(templates))
+	for i, t := range templates {
+		from[i] = Template{Spec: t}
+	}
+	return NewRunFrom(namespace, name, from, args, clusters)
+}
+
+// Template is a template a run is built from, with where it came from.
+type Template struct {
+	// Name of the AnalysisTemplate or ClusterAnalysisTemplate; a template without a name is
+	// not recorded in the run's spec.templates.
+	Name string
+	// ClusterScope: a ClusterAnalysisTemplate, which only cluster admins write.
+	ClusterScope bool
+	// Spec with valueFrom args already resolved.
+	Spec rolloutv1alpha1.AnalysisTemplateSpec
+}
+
+// NewRunFrom is NewRun recording in spec.templates which template each metric came from and
+// whether it is a ClusterAnalysisTemplate: the analysis controller gives only those metrics the
+// platform's allowances (private and loopback addresses, Job pods not checked against Pod
+// Security).
+func NewRunFrom(namespace, name string, from []Template, args []rolloutv1alpha1.Argument, clusters []string) (*rolloutv1alpha1.AnalysisRun, error) {
+	templates := make([]rolloutv1alpha1.AnalysisTemplateSpec, len(from))
+	var sources []rolloutv1alpha1.AnalysisRunTemplate
+	for i, t := range from {
+		templates[i] = t.Spec
+		if t.Name == "" {
+			continue
+		}
+		source := rolloutv1alpha1.AnalysisRunTemplate{Name: t.Name, ClusterScope: t.ClusterScope}
+		for _, m := range t.Spec.Metrics {
+			source.Metrics = append(source.Metrics, m.Name)
+		}
+		sources = append(sources, source)
+	}
 	if len(templates) == 0 {
 		return nil, errors.New("no analysis template: a run needs at least one")
 	}
@@ -86,6 +125,7 @@ func NewRun(namespace, name string, templates []rolloutv1alpha1.AnalysisTemplate
 		}
 	}
 	spec := rolloutv1alpha1.AnalysisRunSpec{
+		Templates:            sources,
 		Args:                 resolved,
 		Metrics:              metrics,
 		Clusters:             append([]string(nil), clusters...),
@@ -101,6 +141,21 @@ func NewRun(namespace, name string, templates []rolloutv1alpha1.AnalysisTemplate
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       spec,
 	}, nil
+}
+
+// platformMetric says whether the run's metric came from a ClusterAnalysisTemplate.
+func platformMetric(run *rolloutv1alpha1.AnalysisRun, metric string) bool {
+	for _, t := range run.Spec.Templates {
+		if !t.ClusterScope {
+			continue
+		}
+		for _, m := range t.Metrics {
+			if m == metric {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fromValueFrom says whether a template takes the argument from valueFrom.

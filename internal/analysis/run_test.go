@@ -180,3 +180,33 @@ func TestNewRunErrors(t *testing.T) {
 		t.Errorf("run value over conflicting defaults: %v", err)
 	}
 }
+
+// NewRunFrom records which template each metric came from; NewRun records none, so every
+// metric is a namespace's.
+func TestNewRunFromRecordsTemplates(t *testing.T) {
+	fleet := rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{promMetric("fleet-errors", "up"), promMetric("fleet-latency", "up")}}
+	mine := rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{promMetric("mine", "up")}}
+	run, err := NewRunFrom("shop", "r", []Template{{Name: "fleet", ClusterScope: true, Spec: fleet}, {Name: "mine", Spec: mine}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rolloutv1alpha1.AnalysisRunTemplate{
+		{Name: "fleet", ClusterScope: true, Metrics: []string{"fleet-errors", "fleet-latency"}},
+		{Name: "mine", Metrics: []string{"mine"}},
+	}
+	if diff := cmp.Diff(want, run.Spec.Templates); diff != "" {
+		t.Errorf("templates (-want +got):\n%s", diff)
+	}
+	for metric, want := range map[string]bool{"fleet-errors": true, "fleet-latency": true, "mine": false, "unknown": false} {
+		if got := platformMetric(run, metric); got != want {
+			t.Errorf("platformMetric(%s) = %t, want %t", metric, got, want)
+		}
+	}
+	plain, err := NewRun("shop", "r", []rolloutv1alpha1.AnalysisTemplateSpec{fleet}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.Spec.Templates) != 0 || platformMetric(plain, "fleet-errors") {
+		t.Errorf("NewRun recorded templates %+v; want none", plain.Spec.Templates)
+	}
+}

@@ -19,16 +19,19 @@ import (
 // defaultWebTimeout bounds a call whose metric sets no timeoutSeconds.
 const defaultWebTimeout = 10 * time.Second
 
-// maxWebResponse caps what is read of a response: a metric is a small JSON document.
-const maxWebResponse = 4 << 20
-
 // WebProvider calls a metric's URL and reads its JSON answer. The value is what jsonPath picks
 // (the whole document without one), decoded as encoding/json does; a JSON string stays a
 // string even when it reads like a number or a bool, so conditions never depend on a guess.
 // A non-2xx answer, a body that is not JSON, or an unreachable server is an error.
+//
+// Only http and https URLs are called, under Egress's rules (Platform for a metric of a
+// ClusterAnalysisTemplate); at most 1 MiB of the answer is read, and no error repeats the
+// answer's body: only the value jsonPath picked is ever recorded (cut to 1 KiB).
 type WebProvider struct {
-	// Transport carries the requests; nil uses http.DefaultTransport.
-	Transport http.RoundTripper
+	// Egress decides which addresses may be reached; nil allows public addresses only.
+	Egress *Egress
+	// Platform says the metric comes from a ClusterAnalysisTemplate.
+	Platform bool
 }
 
 // Measure implements Provider.
@@ -41,6 +44,9 @@ func (p *WebProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analysis
 	address, err := substitute(spec.URL, values)
 	if err != nil {
 		return nil, "", fmt.Errorf("provider.web.url: %w", err)
+	}
+	if _, err := checkScheme("provider.web.url", address); err != nil {
+		return nil, "", err
 	}
 	method := spec.Method
 	if method == "" {
@@ -59,7 +65,7 @@ func (p *WebProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analysis
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, address, body)
 	if err != nil {
-		return nil, "", fmt.Errorf("provider.web.url %q: %w", address, err)
+		return nil, "", fmt.Errorf("provider.web.url: %w", unwrapURLError(err))
 	}
 	for i, h := range spec.Headers {
 		v, err := substitute(h.Value, values)
@@ -77,23 +83,22 @@ func (p *WebProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analysis
 	}
 	// Only scheme, host and path go into messages: a query string may carry a token.
 	target := method + " " + req.URL.Scheme + "://" + req.URL.Host + req.URL.Path
-	resp, err := (&http.Client{Timeout: timeout, Transport: p.Transport}).Do(req)
+	resp, err := egressOrDefault(p.Egress).Client(p.Platform, timeout).Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("calling %s: %w", target, unwrapURLError(err))
+		return nil, "", callError(target, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxWebResponse+1))
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the answer of %s: %w", target, err)
-	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, "", fmt.Errorf("%s answered %s: %s", target, resp.Status, shorten(strings.TrimSpace(string(data)), 200))
+		// The body is not shown: the server may be one the template should not read.
+		return nil, "", fmt.Errorf("%s answered %s; only a 2xx JSON answer is measured", target, resp.Status)
 	}
-	if len(data) > maxWebResponse {
-		return nil, "", fmt.Errorf("the answer of %s is larger than %d bytes", target, maxWebResponse)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, "", callError(target, err)
 	}
 	var doc any
 	if err := json.Unmarshal(data, &doc); err != nil {
+		// encoding/json's errors name at most one character of the input.
 		return nil, "", fmt.Errorf("the answer of %s is not JSON: %w", target, err)
 	}
 	value := doc

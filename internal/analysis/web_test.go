@@ -67,7 +67,7 @@ func TestWebProvider(t *testing.T) {
 		{name: "whole document", web: rolloutv1alpha1.WebMetric{URL: srv.URL + "/health"}, want: map[string]any{"data": map[string]any{"ok": true, "rate": 0.97, "text": "0.95", "flag": "true", "hosts": []any{map[string]any{"up": 1.0}, map[string]any{"up": 0.0}}}}},
 		{name: "missing key", web: rolloutv1alpha1.WebMetric{URL: srv.URL + "/health", JSONPath: "{$.data.nope}"}, wantError: "nope is not found"},
 		{name: "bad path", web: rolloutv1alpha1.WebMetric{URL: srv.URL + "/health", JSONPath: "{$.data"}, wantError: "write it like {$.data.ok}"},
-		{name: "non-2xx", web: rolloutv1alpha1.WebMetric{URL: srv.URL + "/down", JSONPath: "{$.ok}"}, wantError: "answered 503 Service Unavailable: maintenance"},
+		{name: "non-2xx", web: rolloutv1alpha1.WebMetric{URL: srv.URL + "/down", JSONPath: "{$.ok}"}, wantError: "answered 503 Service Unavailable; only a 2xx JSON answer is measured"},
 		{name: "not JSON", web: rolloutv1alpha1.WebMetric{URL: srv.URL + "/html"}, wantError: "is not JSON"},
 		{name: "server down", web: rolloutv1alpha1.WebMetric{URL: closedURL + "/health"}, wantError: "calling GET " + closedURL + "/health"},
 		{name: "timeout", web: rolloutv1alpha1.WebMetric{URL: srv.URL + "/slow", TimeoutSeconds: 1}, wantError: "calling GET"},
@@ -78,13 +78,13 @@ func TestWebProvider(t *testing.T) {
 			metric := rolloutv1alpha1.Metric{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &tt.web}}
 			if tt.wantError != "" {
 				// A failed call is an Error measurement, never a success, even without conditions.
-				o := takeMeasurement(context.Background(), &WebProvider{}, runWithArgs(nil), metric, t0)
+				o := takeMeasurement(context.Background(), &WebProvider{Egress: testLoopback}, runWithArgs(nil), metric, t0)
 				if o.Phase != E || !strings.Contains(o.Message, tt.wantError) {
 					t.Errorf("measurement %s %q, want Error containing %q", o.Phase, o.Message, tt.wantError)
 				}
 				return
 			}
-			got, raw, err := (&WebProvider{}).Measure(context.Background(), runWithArgs(nil), metric)
+			got, raw, err := (&WebProvider{Egress: testLoopback}).Measure(context.Background(), runWithArgs(nil), metric)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestWebProvider(t *testing.T) {
 			JSONPath: "{$.data.ok}",
 		}
 		run := runWithArgs(map[string]string{"service": "checkout", "token": "s3cret"})
-		if _, _, err := (&WebProvider{}).Measure(context.Background(), run, rolloutv1alpha1.Metric{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &web}}); err != nil {
+		if _, _, err := (&WebProvider{Egress: testLoopback}).Measure(context.Background(), run, rolloutv1alpha1.Metric{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &web}}); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()

@@ -147,7 +147,7 @@ func newDownCommand(g *globals) *cobra.Command {
 func newStatusCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show the local fleet's processes, their memory, and the members' readiness",
+		Short: "Show the local fleet's processes (pid, memory, restarts, last exit) and the members' readiness",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			lf, err := g.openFleet(nil, nil, nil)
@@ -160,16 +160,17 @@ func newStatusCommand(g *globals) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "COMPONENT\tCLUSTER\tPID\tRSS\tSTATE")
+			fmt.Fprintln(tw, "COMPONENT\tCLUSTER\tPID\tRSS\tSTATE\tRESTARTS\tLAST EXIT")
 			running := 0
 			statuses := lf.Status()
+			now := time.Now()
 			for _, s := range statuses {
-				state, pid, rss := "stopped", "-", "-"
+				pid, rss := "-", "-"
 				if s.Running {
 					running++
-					state, pid, rss = "running", fmt.Sprint(s.PID), fmt.Sprintf("%dMi", s.RSSBytes>>20)
+					pid, rss = fmt.Sprint(s.PID), fmt.Sprintf("%dMi", s.RSSBytes>>20)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cluster, pid, rss, state)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.Cluster, pid, rss, componentState(s, now), s.Restarts, lastExit(s, now))
 			}
 			_ = tw.Flush()
 			fmt.Fprintf(out, "\n%d of %d components running; state in %s\n", running, len(statuses), lf.StateDir())
@@ -186,6 +187,31 @@ func newStatusCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// componentState is running, stopped, or restarting (its supervisor waits out the backoff);
+// a component that runs without a supervisor (started by an older flotilla) says so.
+func componentState(s localfleet.ComponentStatus, now time.Time) string {
+	switch {
+	case s.Running && s.Supervised:
+		return "running"
+	case s.Running:
+		return "running (unsupervised: down and up to supervise it)"
+	case s.Supervised && !s.NextStart.IsZero():
+		return fmt.Sprintf("restarting in %s", max(s.NextStart.Sub(now), 0).Round(time.Second))
+	case s.Supervised:
+		return "starting"
+	default:
+		return "stopped"
+	}
+}
+
+// lastExit is how and how long ago the component last exited, or "-".
+func lastExit(s localfleet.ComponentStatus, now time.Time) string {
+	if s.LastExit == "" {
+		return "-"
+	}
+	return fmt.Sprintf("%s, %s ago", s.LastExit, now.Sub(s.LastExitTime).Round(time.Second))
 }
 
 func newFleetCommand(g *globals) *cobra.Command {
@@ -233,11 +259,15 @@ func (g *globals) openInitializedFleet() (*localfleet.LocalFleet, error) {
 }
 
 func newKubeconfigCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var user string
+	var groups []string
+	cmd := &cobra.Command{
 		Use:   "kubeconfig [CLUSTER]",
-		Short: "Print the path of the admin kubeconfig of the control plane, or of a member",
+		Short: "Print the path of the admin kubeconfig of the control plane or of a member, or of a user's with --user",
 		Example: fmt.Sprintf(`  kubectl --kubeconfig $(%[1]s kubeconfig) get clusters
-  kubectl --kubeconfig $(%[1]s kubeconfig east) get nodes`, invokedName()),
+  kubectl --kubeconfig $(%[1]s kubeconfig east) get nodes
+  # A tenant: alice of group team-a-devs, with only what RBAC grants her
+  kubectl --kubeconfig $(%[1]s kubeconfig --user alice --group team-a-devs) auth whoami`, invokedName()),
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			lf, err := g.openInitializedFleet()
@@ -251,6 +281,17 @@ func newKubeconfigCommand(g *globals) *cobra.Command {
 					return fmt.Errorf("no member %q in this fleet (members: %s)", name, strings.Join(lf.Fleet().Names(), ", "))
 				}
 			}
+			if user != "" {
+				path, err := lf.UserKubeconfig(name, user, groups...)
+				if err != nil {
+					return fmt.Errorf("--user %s: %w", user, err)
+				}
+				fmt.Fprintln(g.streams.Out, path)
+				return nil
+			}
+			if len(groups) > 0 {
+				return fmt.Errorf("--group needs --user: the admin kubeconfig has its own identity")
+			}
 			path := lf.Kubeconfig(name)
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("%s does not exist yet: run `%s up`", path, invokedName())
@@ -259,4 +300,7 @@ func newKubeconfigCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&user, "user", "", "issue (once) and print a kubeconfig authenticating as this user with a client certificate of the fleet's CA")
+	cmd.Flags().StringSliceVar(&groups, "group", nil, "groups of --user (repeat or comma-separate)")
+	return cmd
 }

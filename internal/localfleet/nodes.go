@@ -12,12 +12,20 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
+	"github.com/flotilla-dev/flotilla/config/security"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
@@ -95,6 +103,53 @@ func (f *LocalFleet) installControlPlaneAPIs(ctx context.Context) error {
 	if len(f.opts.CRDs) == 0 {
 		return nil
 	}
+	if err := f.installCRDs(ctx, cfg); err != nil {
+		return err
+	}
+	// After the CRDs: the admission policies type-check against their schemas.
+	return applyManifests(ctx, cfg, security.YAML())
+}
+
+// applyManifests server-side applies a multi-document YAML of any kinds.
+func applyManifests(ctx context.Context, cfg *rest.Config, data []byte) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("decoding manifests: %w", err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("installing %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "flotilla-up", Force: true}); err != nil {
+			return fmt.Errorf("installing %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+}
+
+// installCRDs creates or updates Flotilla's CRDs and waits until every one is established.
+func (f *LocalFleet) installCRDs(ctx context.Context, cfg *rest.Config) error {
 	crds, err := DecodeCRDs(f.opts.CRDs)
 	if err != nil {
 		return err

@@ -30,15 +30,36 @@ const (
 	frontProxyClientKey             = "front-proxy-client.key"
 	serverCert, serverKey           = "server.crt", "server.key"
 	adminCert, adminKey             = "admin.crt", "admin.key"
+	managerCert, managerKey         = "manager.crt", "manager.key"
+	etcdClientCert, etcdClientKey   = "etcd-client.crt", "etcd-client.key"
 	serviceAccountKey, serviceAcPub = "sa.key", "sa.pub"
 	pkiDoneMarker                   = "complete"
 )
 
-// ensure writes the PKI once; later calls keep it so kubeconfigs stay valid across up/down.
+// ensure writes the PKI once; later calls keep it so kubeconfigs stay valid across up/down,
+// and only add the certificates a newer version needs.
 func (p pki) ensure() error {
 	if _, err := os.Stat(p.path(pkiDoneMarker)); err == nil {
-		return nil
+		return p.ensureIdentities()
 	}
+	if err := p.ensureCA(); err != nil {
+		return err
+	}
+	return p.ensureIdentities()
+}
+
+// ensureIdentities issues the certificates of the fleet's own components that are not the
+// admin: the controller-manager acts as itself (so admission can tell its writes from a
+// user's), and the apiservers reach etcd with a client certificate etcd requires.
+func (p pki) ensureIdentities() error {
+	if err := p.issueClient(managerCert, managerKey, "system:flotilla:controller-manager", nil); err != nil {
+		return err
+	}
+	return p.issueClient(etcdClientCert, etcdClientKey, "kube-apiserver-etcd-client", nil)
+}
+
+// ensureCA writes the CAs and the shared serving, admin and front-proxy certificates.
+func (p pki) ensureCA() error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
@@ -160,4 +181,51 @@ func (p pki) writeKey(keyFile string, key crypto.Signer) error {
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	return n
+}
+
+// loadCA reads the fleet's CA certificate and key.
+func (p pki) loadCA() (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(p.path(caCert))
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(p.path(caKey))
+	if err != nil {
+		return nil, nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, fmt.Errorf("the fleet CA in %s is damaged: run `flotilla down --purge`", p.dir)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("the fleet CA key in %s is not a signing key", p.dir)
+	}
+	return cert, signer, nil
+}
+
+// issueClient issues a client certificate for user with groups (the apiserver reads the
+// groups from the certificate's organizations), unless one with that file name exists.
+func (p pki) issueClient(certFile, keyFile, user string, groups []string) error {
+	if _, err := os.Stat(p.path(certFile)); err == nil {
+		return nil
+	}
+	ca, signer, err := p.loadCA()
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	return p.issue(certFile, keyFile, tmpl, ca, signer)
 }

@@ -1,7 +1,9 @@
 // Package render turns a template into the manifest one member cluster receives: the template
 // without control-plane-only fields, with the cluster's replica share written through the
 // interpreter and Flotilla's ownership marks added. Overrides will be applied here, after the
-// replica share, in a documented order.
+// replica share, in a documented order. It also holds the checks of what a rendered manifest
+// may be: overrides never change its identity (CheckIdentity), and a namespace's workloads meet
+// a Pod Security level (CheckPodSecurity, the Pod Security admission library's own checks).
 //
 // It is pure: no API calls, no decisions about where or when.
 package render

@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,9 @@ func TestJobAnalysisRunsInTheWavesClusters(t *testing.T) {
 	ensureNamespace(t, cp, ns)
 	jobPods := podSpec("smoke")
 	jobPods.Spec.RestartPolicy = "Never"
+	// A namespace's analysis Jobs must meet Pod Security restricted.
+	jobPods.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	jobPods.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&batchv1.JobSpec{Template: jobPods, BackoffLimit: ptr.To[int32](0)})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	spec, err := json.Marshal(raw)

@@ -103,7 +103,10 @@ type LabelAnnotationOverrider struct {
 }
 
 // PlaintextOverrider is one JSON patch operation. (CEL cannot see a schemaless value, so a
-// missing value for add or replace is reported on the binding.)
+// missing value for add or replace is reported on the binding.) It may not touch the object's
+// identity (apiVersion, kind, metadata.namespace, metadata.name): Flotilla places the object
+// where its template is, and the binding controller checks the rendered identity again.
+// +kubebuilder:validation:XValidation:rule="!(self.path in ['/apiVersion', '/kind', '/metadata', '/metadata/name', '/metadata/namespace'] || self.path.startsWith('/apiVersion/') || self.path.startsWith('/kind/') || self.path.startsWith('/metadata/name/') || self.path.startsWith('/metadata/namespace/'))",fieldPath=".path",message="path: an override may not change apiVersion, kind, metadata.namespace or metadata.name; overrides change content, not identity (the object is placed where its template is: to place it in another namespace or as another kind, create that template there)",messageExpression="'path: ' + self.path + ' would change the identity of the object (apiVersion, kind, metadata.namespace or metadata.name); overrides change content, not identity: the object is placed where its template is, so to place it in another namespace or as another kind, create that template there'"
 type PlaintextOverrider struct {
 	// path is a JSON pointer into the object, e.g. /spec/template/spec/priorityClassName.
 	// +required

@@ -86,8 +86,9 @@ type MetricProvider struct {
 
 // PrometheusMetric queries the Prometheus HTTP API (Thanos too).
 type PrometheusMetric struct {
-	// address of the server, e.g. http://prometheus:9090.
+	// address of the server, e.g. http://prometheus:9090: http or https only.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*:') || self.matches('^[hH][tT][tT][pP][sS]?:')",message="scheme is not allowed; use http or https",messageExpression="'scheme \"' + self.split(':')[0].lowerAscii() + '\" is not allowed; use http or https'"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	Address string `json:"address"`
@@ -115,8 +116,10 @@ type WebMetricHeader struct {
 
 // WebMetric calls an HTTP endpoint and reads its JSON.
 type WebMetric struct {
-	// url to call; {{args.NAME}} is replaced.
+	// url to call, http or https only; {{args.NAME}} is replaced (a URL that starts with an
+	// argument has its scheme checked when measured).
 	// +required
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*:') || self.matches('^[hH][tT][tT][pP][sS]?:')",message="scheme is not allowed; use http or https",messageExpression="'scheme \"' + self.split(':')[0].lowerAscii() + '\" is not allowed; use http or https'"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
@@ -300,8 +303,37 @@ func (p AnalysisPhase) Completed() bool {
 	return p == AnalysisSuccessful || p == AnalysisFailed || p == AnalysisError || p == AnalysisInconclusive
 }
 
+// AnalysisRunTemplate is a template a run was built from and the metrics it gave the run.
+type AnalysisRunTemplate struct {
+	// name of the AnalysisTemplate (in the run's namespace) or ClusterAnalysisTemplate.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// clusterScope says the template is a ClusterAnalysisTemplate, which only cluster admins
+	// write: its metrics get the platform's allowances (they may reach private and loopback
+	// addresses, and their Job pods are not checked against the Pod Security level).
+	// +optional
+	ClusterScope bool `json:"clusterScope,omitempty"`
+	// metrics of the run that came from the template.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	Metrics []string `json:"metrics"`
+}
+
 // AnalysisRunSpec is an analysis with its arguments resolved.
+// +kubebuilder:validation:XValidation:rule="has(self.templates) == has(oldSelf.templates) && (!has(self.templates) || self.templates == oldSelf.templates)",message="templates is immutable: it records where the run's metrics came from; create a new run instead"
 type AnalysisRunSpec struct {
+	// templates the run was built from, in order, with the metrics each gave; written by the
+	// run's creator (the release controller) and immutable. A metric no ClusterAnalysisTemplate
+	// entry names is treated as a namespace's: the analysis controller applies the tenant's
+	// egress rules and Pod Security level to it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Templates []AnalysisRunTemplate `json:"templates,omitempty"`
 	// args with their values.
 	// +optional
 	// +listType=map

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+// teamNamespace makes namespace ns whose group may edit it through Kubernetes' built-in edit
+// role, the way a platform team hands a namespace to a team; it returns a client of a member of
+// that group.
+func teamNamespace(t *testing.T, ns, user, group string) client.Client {
+	t.Helper()
+	ensureNamespace(t, cp, ns)
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-edit", Namespace: ns},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
+		RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", APIGroup: rbacv1.GroupName, Name: "edit"},
+	}
+	if err := cp.Create(context.Background(), rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return userClient(t, "", user, group)
+}
+
+func forbidden(g gomega.Gomega, err error, says string) {
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(gomega.BeTrue(), "want Forbidden, got %v", err)
+	if says != "" {
+		g.Expect(err.Error()).To(gomega.ContainSubstring(says))
+	}
+}
+
+// Given a team whose group has Kubernetes' edit role in its namespace and nothing else, when a
+// member of it uses Flotilla, then they place and release their own workloads and steer their
+// releases with the switches, but can forge none of Flotilla's derived objects; and neither can
+// a cluster admin, since those objects would make Flotilla write into members as itself.
+func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	alice := teamNamespace(t, "team-a", "alice", "team-a-devs")
+	ensureNamespace(t, cp, "team-b")
+	g.Expect(cp.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team-b"}, StringData: map[string]string{"password": "team-b-only"}})).To(gomega.Succeed())
+
+	// Alice places and releases her own workload, with nothing but the built-in edit role.
+	web := webDeployment("team-a", 2)
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "west"}}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
+				{Name: "second", ClusterNames: []string{"west"}},
+			}},
+		},
+	}
+	g.Expect(alice.Create(ctx, policy)).To(gomega.Succeed())
+	g.Expect(alice.Create(ctx, web)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = cp.Delete(context.Background(), web); _ = cp.Delete(context.Background(), policy) })
+	g.Eventually(func() int32 { return memberReplicas(t, "east", "team-a", "web") }).Should(gomega.Equal(int32(2)))
+
+	g.Eventually(func() error {
+		cur := &appsv1.Deployment{}
+		if err := alice.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].Image = "registry.example/web:2"
+		return alice.Update(ctx, cur)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase("team-a", "web-deployment-r2", 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+
+	// The switches are hers: pause and resume, then promote.
+	for _, paused := range []bool{true, false} {
+		g.Eventually(func() error {
+			rel := &rolloutv1alpha1.Release{}
+			if err := alice.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment-r2"}, rel); err != nil {
+				return err
+			}
+			rel.Spec.Paused = paused
+			return alice.Update(ctx, rel)
+		}).Should(gomega.Succeed(), "paused=%v", paused)
+	}
+	g.Eventually(func() error {
+		rel := &rolloutv1alpha1.Release{}
+		if err := alice.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment-r2"}, rel); err != nil {
+			return err
+		}
+		rel.Spec.PromotedWave = ptr.To[int32](0)
+		return alice.Update(ctx, rel)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase("team-a", "web-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+	g.Eventually(func() string { return memberImage(t, "west", "team-a", "web") }).Should(gomega.Equal("registry.example/web:2"))
+
+	// Changing what a release does, rather than steering it, is refused: to her and to the admin.
+	for who, c := range map[string]client.Client{"alice": alice, "admin": cp} {
+		rel := &rolloutv1alpha1.Release{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment-r2"}, rel)).To(gomega.Succeed())
+		rel.Spec.Revision = 1
+		forbidden(g, c.Update(ctx, rel), "a release's spec is Flotilla's except paused")
+		b := &workv1alpha1.ResourceBinding{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b)).To(gomega.Succeed(), who)
+		b.Spec.Clusters = append(b.Spec.Clusters, workv1alpha1.TargetCluster{Name: "europe", Replicas: 1})
+		forbidden(g, c.Update(ctx, b), "a binding's spec is Flotilla's except spec.suspend and spec.unmanagedClusters")
+	}
+	// Suspending is a switch: allowed.
+	g.Eventually(func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := alice.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b); err != nil {
+			return err
+		}
+		b.Spec.Suspend = &workv1alpha1.Suspension{Dispatching: true}
+		return alice.Update(ctx, b)
+	}).Should(gomega.Succeed())
+
+	// A hand-written binding that would copy team-b's Secret into a member, a hand-written
+	// Release and AnalysisRun, a status, and a revision are refused, even to the admin.
+	forged := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "steal", Namespace: "team-a"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource:  workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: "team-b", Name: "db"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "team-a", Name: "web"},
+			Clusters:  []workv1alpha1.TargetCluster{{Name: "east"}},
+		},
+	}
+	forbidden(g, alice.Create(ctx, forged.DeepCopy()), "")
+	forbidden(g, cp.Create(ctx, forged.DeepCopy()), "resourcebindings are written by Flotilla alone")
+	rel := &rolloutv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Name: "skip-approval", Namespace: "team-a"},
+		Spec: rolloutv1alpha1.ReleaseSpec{
+			Binding:  rolloutv1alpha1.BindingReference{Kind: "ResourceBinding", Name: "web-deployment"},
+			Resource: rolloutv1alpha1.ResourceReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: "web"},
+			Revision: 3, PromoteFull: true,
+			Strategy: policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "all", Percentage: ptr.To[int32](100)}}},
+		},
+	}
+	forbidden(g, alice.Create(ctx, rel.DeepCopy()), "")
+	forbidden(g, cp.Create(ctx, rel.DeepCopy()), "releases are written by Flotilla alone")
+	run := &rolloutv1alpha1.AnalysisRun{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "team-a"},
+		Spec: rolloutv1alpha1.AnalysisRunSpec{Metrics: []rolloutv1alpha1.Metric{{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: "https://example.com"}}}}}}
+	forbidden(g, cp.Create(ctx, run), "analysisruns are written by Flotilla alone")
+	b := &workv1alpha1.ResourceBinding{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b)).To(gomega.Succeed())
+	b.Status.Health = workv1alpha1.HealthHealthy
+	b.Status.Clusters = nil
+	forbidden(g, cp.Status().Update(ctx, b), "resourcebindings status are written by Flotilla alone")
+	revision := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-deployment-r3", Namespace: "team-a"},
+		Data: runtime.RawExtension{Raw: []byte(`{}`)}, Revision: 3}
+	forbidden(g, cp.Create(ctx, revision), "written by Flotilla alone")
+
+	// Alice cannot place beyond her namespace: no cluster-scoped policies.
+	cpp := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "alice-everything"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Secret"}}}}
+	forbidden(g, alice.Create(ctx, cpp), "")
+}
+
+// Given the local fleet's etcd, which holds every Secret, when anything on the machine connects
+// without the fleet's client certificate (plain HTTP, or TLS without a certificate, as an
+// analysis aimed at 127.0.0.1 would), then it gets nothing.
+func TestEtcdRequiresClientCertificates(t *testing.T) {
+	g := newG(t)
+	url := fleet.EtcdClientURL()
+	plain := &http.Client{Timeout: 3 * time.Second}
+	_, err := plain.Get("http" + url[len("https"):] + "/v3/kv/range")
+	g.Expect(err).To(gomega.HaveOccurred(), "plain HTTP must not be served")
+
+	caPEM, err := os.ReadFile(filepath.Join(fleet.StateDir(), "pki", "ca.crt"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	noCert := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	resp, err := noCert.Post(url+"/v3/kv/range", "application/json", nil)
+	if err == nil {
+		resp.Body.Close()
+	}
+	g.Expect(err).To(gomega.HaveOccurred(), "TLS without a client certificate must be refused")
+}
