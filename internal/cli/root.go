@@ -79,6 +79,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
 	)
 	root.AddCommand(newSyncCommands(g)...)
+	root.AddCommand(newSuperviseCommand(g))
 	root.AddCommand(
 		newBenchCommand(g), newDemoCommand(g), newVersionCommand(g),
 	)

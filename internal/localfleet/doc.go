@@ -6,7 +6,20 @@
 //
 // It owns the state directory (fleet definition, chosen ports, PKI, kubeconfigs, pid files and
 // logs) and the processes it starts; it stops only processes whose pid file it wrote and whose
-// command line still names the binary it started. It must not talk to Flotilla's APIs beyond
+// command line still names the binary it started.
+//
+// Every component runs under its own supervisor (`flotilla supervise`, a hidden command of the
+// same binary), which starts it again whenever it exits, whatever the exit status, with a
+// backoff of 1s doubling to 30s (back to 1s after a minute of running), and records its own pid,
+// the component's pid and the restarts (count, last exit and when) in pids/. So the
+// controller-manager, which exits when it loses its leadership during a control-plane outage,
+// comes back and elects itself again once the control plane answers. A deliberate stop (`down`,
+// `fleet stop`, the tests' StopComponent) signals the supervisor, which forwards the signal and
+// does not restart; a supervisor is recognised by its command line (component and state
+// directory), so `down` still stops exactly what `up` started. In a real install restarting is
+// the hosting system's job: the controller-manager's Deployment (restartPolicy Always, with
+// the kubelet's CrashLoopBackOff) or a systemd unit with Restart=always; the controller-manager
+// itself does not retry a lost election in-process. It must not talk to Flotilla's APIs beyond
 // installing the CRDs and starting the controller-manager binary it is given: joining members
 // belongs to the registration package.
 //

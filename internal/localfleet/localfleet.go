@@ -60,7 +60,8 @@ type Options struct {
 type ManagerCommand struct {
 	// Binary is the absolute path of the flotilla binary.
 	Binary string
-	// Args are appended after `controller-manager --kubeconfig ... --*-bind-address ...`.
+	// Args are appended after `controller-manager --kubeconfig ... --*-bind-address ...
+	// --analysis-allow-cidr=127.0.0.1/32` (analysis may reach the fleet's loopback servers).
 	Args []string
 }
 
@@ -177,10 +178,13 @@ func (f *LocalFleet) proc(name, tool string) process {
 		}
 	}
 	return process{
-		name:    name,
-		binary:  bin,
-		pidFile: filepath.Join(f.opts.StateDir, "pids", name+".pid"),
-		logFile: filepath.Join(f.opts.StateDir, "logs", name+".log"),
+		name:       name,
+		binary:     bin,
+		pidFile:    pidPath(f.opts.StateDir, name),
+		logFile:    filepath.Join(f.opts.StateDir, "logs", name+".log"),
+		stateDir:   f.opts.StateDir,
+		supervisor: f.supervisorBinary(),
+		grace:      stopGrace(tool),
 	}
 }
 
@@ -238,15 +242,16 @@ type ComponentStatus struct {
 	PID      int
 	Running  bool
 	RSSBytes int64
+	Supervision
 }
 
-// Status reports each component's pid, liveness and resident memory.
+// Status reports each component's pid, liveness, resident memory and supervision.
 func (f *LocalFleet) Status() []ComponentStatus {
 	var out []ComponentStatus
 	for _, c := range f.Components() {
 		p := f.proc(c.Name, c.Tool)
 		pid, ok := p.pid()
-		st := ComponentStatus{Component: c, PID: pid, Running: ok}
+		st := ComponentStatus{Component: c, PID: pid, Running: ok, Supervision: p.supervision()}
 		if ok {
 			st.RSSBytes = processRSS(pid)
 		}
@@ -255,10 +260,10 @@ func (f *LocalFleet) Status() []ComponentStatus {
 	return out
 }
 
-// Running reports whether every component of the fleet runs.
+// Running reports whether every component of the fleet runs under its supervisor.
 func (f *LocalFleet) Running() bool {
 	for _, s := range f.Status() {
-		if !s.Running {
+		if !s.Running || !s.Supervised {
 			return false
 		}
 	}
@@ -396,6 +401,9 @@ func (f *LocalFleet) prepare() error {
 	if err := f.writeKubeconfig(ControlPlaneName, p.ControlPlane); err != nil {
 		return err
 	}
+	if err := f.writeManagerKubeconfig(p.ControlPlane); err != nil {
+		return err
+	}
 	for _, m := range f.state.Fleet.Members {
 		if err := f.writeKubeconfig(m.Name, p.Members[m.Name]); err != nil {
 			return err
@@ -474,6 +482,26 @@ func (f *LocalFleet) writeKubeconfig(name string, port int) error {
 	return clientcmd.WriteToFile(*cfg, f.Kubeconfig(name))
 }
 
+// managerKubeconfig is the controller-manager's own kubeconfig of the control plane: its
+// certificate names it, so the admission policies can tell its writes from a user's.
+func (f *LocalFleet) managerKubeconfig() string {
+	return filepath.Join(f.opts.StateDir, "kubeconfigs", "flotilla-manager.kubeconfig")
+}
+
+func (f *LocalFleet) writeManagerKubeconfig(port int) error {
+	pk := f.pki()
+	ca, err := os.ReadFile(pk.path(caCert))
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[ControlPlaneName] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", port), CertificateAuthorityData: ca}
+	cfg.AuthInfos["controller-manager"] = &clientcmdapi.AuthInfo{ClientCertificate: pk.path(managerCert), ClientKey: pk.path(managerKey)}
+	cfg.Contexts[ControlPlaneName] = &clientcmdapi.Context{Cluster: ControlPlaneName, AuthInfo: "controller-manager"}
+	cfg.CurrentContext = ControlPlaneName
+	return clientcmd.WriteToFile(*cfg, f.managerKubeconfig())
+}
+
 func (f *LocalFleet) writeKwokStages() error {
 	var buf bytes.Buffer
 	for _, s := range kwokStages {
@@ -489,18 +517,26 @@ func (f *LocalFleet) writeKwokStages() error {
 
 func (f *LocalFleet) startEtcd(ctx context.Context) error {
 	p := f.proc("etcd", "etcd")
-	if _, ok := p.pid(); ok {
+	if p.running() {
 		return nil
 	}
 	done := f.out.step("etcd")
 	ports := f.state.Ports
-	peer := fmt.Sprintf("http://127.0.0.1:%d", ports.EtcdPeer)
-	client := fmt.Sprintf("http://127.0.0.1:%d", ports.EtcdClient)
+	pk := f.pki()
+	// etcd holds every Secret of every cluster: it serves TLS only and requires a client
+	// certificate of the fleet's CA, so another local user (or an analysis aimed at
+	// 127.0.0.1) reaches nothing.
+	peer := fmt.Sprintf("https://127.0.0.1:%d", ports.EtcdPeer)
+	client := fmt.Sprintf("https://127.0.0.1:%d", ports.EtcdClient)
 	err := p.start(
 		"--name=flotilla", "--data-dir="+filepath.Join(f.opts.StateDir, "etcd"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
 		"--initial-cluster=flotilla="+peer,
+		"--cert-file="+pk.path(serverCert), "--key-file="+pk.path(serverKey),
+		"--client-cert-auth", "--trusted-ca-file="+pk.path(caCert),
+		"--peer-cert-file="+pk.path(serverCert), "--peer-key-file="+pk.path(serverKey),
+		"--peer-client-cert-auth", "--peer-trusted-ca-file="+pk.path(caCert),
 		"--quota-backend-bytes="+strconv.Itoa(8<<30),
 		"--auto-compaction-mode=periodic", "--auto-compaction-retention=5m",
 		"--unsafe-no-fsync", "--log-level=warn",
@@ -508,8 +544,12 @@ func (f *LocalFleet) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	etcdClient, err := f.tlsClient(etcdClientCert, etcdClientKey)
+	if err != nil {
+		return err
+	}
 	err = waitFor(ctx, 60*time.Second, p, func(ctx context.Context) error {
-		return httpOK(ctx, http.DefaultClient, client+"/health")
+		return httpOK(ctx, etcdClient, client+"/health")
 	})
 	done(err)
 	return err
@@ -536,11 +576,12 @@ func (f *LocalFleet) startAPIServers(ctx context.Context, clusters []string) err
 
 func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 	p := f.proc(cluster+"-apiserver", "kube-apiserver")
-	if _, ok := p.pid(); !ok {
+	if !p.running() {
 		pk := f.pki()
 		issuer := fmt.Sprintf("https://%s.flotilla.local", cluster)
 		err := p.start(
-			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", f.state.Ports.EtcdClient),
+			fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", f.state.Ports.EtcdClient),
+			"--etcd-cafile="+pk.path(caCert), "--etcd-certfile="+pk.path(etcdClientCert), "--etcd-keyfile="+pk.path(etcdClientKey),
 			"--etcd-prefix=/"+cluster,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 			fmt.Sprintf("--secure-port=%d", f.apiserverPort(cluster)),
@@ -584,8 +625,13 @@ func (f *LocalFleet) waitAPIServer(ctx context.Context, cluster string, timeout 
 }
 
 func (f *LocalFleet) adminHTTPClient() (*http.Client, error) {
+	return f.tlsClient(adminCert, adminKey)
+}
+
+// tlsClient is an HTTPS client of the fleet's CA presenting the given client certificate.
+func (f *LocalFleet) tlsClient(certFile, keyFile string) (*http.Client, error) {
 	pk := f.pki()
-	cert, err := tls.LoadX509KeyPair(pk.path(adminCert), pk.path(adminKey))
+	cert, err := tls.LoadX509KeyPair(pk.path(certFile), pk.path(keyFile))
 	if err != nil {
 		return nil, err
 	}
@@ -646,7 +692,7 @@ func (f *LocalFleet) startCluster(ctx context.Context, cluster string) error {
 
 func (f *LocalFleet) startOnce(name, tool string, args ...string) error {
 	p := f.proc(name, tool)
-	if _, ok := p.pid(); ok {
+	if p.running() {
 		return nil
 	}
 	if err := p.start(args...); err != nil {
@@ -661,12 +707,16 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 		return nil
 	}
 	p := f.proc(managerComponent, managerComponent)
-	if _, ok := p.pid(); !ok {
+	if !p.running() {
 		args := append([]string{
 			"controller-manager",
-			"--kubeconfig=" + f.Kubeconfig(ControlPlaneName),
+			"--kubeconfig=" + f.managerKubeconfig(),
 			"--metrics-bind-address=" + f.ManagerMetricsAddress(),
 			"--health-probe-bind-address=" + f.ManagerHealthAddress(),
+			// A local-fleet default: the demo's Prometheus and tests' servers listen on
+			// 127.0.0.1 and are measured from a namespace's AnalysisTemplates. The fleet's etcd
+			// there takes only client certificates, which analysis never presents.
+			"--analysis-allow-cidr=127.0.0.1/32",
 		}, f.opts.Manager.Args...)
 		if err := p.start(args...); err != nil {
 			return err
@@ -767,6 +817,7 @@ func (f *LocalFleet) Down(purge bool) error {
 // waitFor polls check until it succeeds, the timeout passes or the process dies; a dead
 // process is reported with the end of its log.
 func waitFor(ctx context.Context, timeout time.Duration, p process, check func(context.Context) error) error {
+	since := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -777,7 +828,7 @@ func waitFor(ctx context.Context, timeout time.Duration, p process, check func(c
 		if last == nil {
 			return nil
 		}
-		if p.exitedEarly() {
+		if p.exitedEarly(since) {
 			return fmt.Errorf("%s exited; the end of %s:\n%s", p.name, p.logFile, p.logTail(15))
 		}
 		select {
