@@ -117,6 +117,10 @@ type Controller struct {
 	Interpreters *interpret.Registry
 	// Recorder emits events on bindings (interpreter errors).
 	Recorder events.EventRecorder
+	// PodSecurityLevel is the Pod Security level (privileged, baseline or restricted) that
+	// workloads placed by namespaced PropagationPolicies must meet; the platform sets it, and
+	// empty means render.DefaultPodSecurityLevel.
+	PodSecurityLevel string
 }
 
 // SetupWithManager registers the controller.
@@ -178,10 +182,23 @@ func (c *Controller) allBindings(ctx context.Context, o client.Object) []reconci
 	return reqs
 }
 
+// namedRule is an override rule and the policy it comes from, so a refused override is
+// reported with its policy's name.
+type namedRule struct {
+	policy string
+	policyv1alpha1.OverrideRule
+}
+
+// namedOverriders are the overriders of one rule and the policy they come from.
+type namedOverriders struct {
+	policy string
+	policyv1alpha1.Overriders
+}
+
 // overrideRules returns the override rules that select the template, ClusterOverridePolicies
 // first, then OverridePolicies, each by name, rules in their written order.
-func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstructured) ([]policyv1alpha1.OverrideRule, error) {
-	var rules []policyv1alpha1.OverrideRule
+func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstructured) ([]namedRule, error) {
+	var rules []namedRule
 	cops := &policyv1alpha1.ClusterOverridePolicyList{}
 	if err := c.Client.List(ctx, cops); err != nil {
 		return nil, err
@@ -189,7 +206,9 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 	sort.Slice(cops.Items, func(i, j int) bool { return cops.Items[i].Name < cops.Items[j].Name })
 	for _, p := range cops.Items {
 		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, false); ok {
-			rules = append(rules, p.Spec.OverrideRules...)
+			for _, r := range p.Spec.OverrideRules {
+				rules = append(rules, namedRule{"ClusterOverridePolicy " + p.Name, r})
+			}
 		}
 	}
 	ops := &policyv1alpha1.OverridePolicyList{}
@@ -199,7 +218,9 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 	sort.Slice(ops.Items, func(i, j int) bool { return ops.Items[i].Name < ops.Items[j].Name })
 	for _, p := range ops.Items {
 		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, true); ok {
-			rules = append(rules, p.Spec.OverrideRules...)
+			for _, r := range p.Spec.OverrideRules {
+				rules = append(rules, namedRule{"OverridePolicy " + p.Namespace + "/" + p.Name, r})
+			}
 		}
 	}
 	return rules, nil
@@ -254,6 +275,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !b.GetDeletionTimestamp().IsZero() {
 		return c.finalize(ctx, b, works)
 	}
+	if msg := foreignReference(b); msg != "" {
+		return c.refuse(ctx, b, msg)
+	}
 	if !controllerutil.ContainsFinalizer(b, Finalizer) {
 		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
 		controllerutil.AddFinalizer(b, Finalizer)
@@ -264,8 +288,23 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	gvk := schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetGroupVersionKind(gvk)
+	// The client drops the namespace of a cluster-scoped kind: without this check a binding in a
+	// namespace could name a ClusterRole and have it written to every member.
+	// (A kind the control plane does not serve has no scope; reading it fails below.)
+	if namespaced, err := c.Client.IsObjectNamespaced(tmpl); err != nil && !meta.IsNoMatchError(err) {
+		return ctrl.Result{}, err
+	} else if err == nil {
+		if msg := scopeMismatch(b, namespaced); msg != "" {
+			return c.refuse(ctx, b, msg)
+		}
+	}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // the template's deletion removes the binding
+	}
+	if msg, err := c.unplacedBy(ctx, b, tmpl); err != nil {
+		return ctrl.Result{}, err
+	} else if msg != "" {
+		return c.refuse(ctx, b, msg)
 	}
 	in := c.Interpreters.For(gvk)
 	_, hasReplicas, replicasErr := in.GetReplicas(tmpl)
@@ -316,10 +355,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		var overriders []policyv1alpha1.Overriders
+		var overriders []namedOverriders
 		for _, r := range rules {
 			if match.Cluster(r.TargetCluster, cl) {
-				overriders = append(overriders, r.Overriders)
+				overriders = append(overriders, namedOverriders{r.policy, r.Overriders})
 			}
 		}
 		if bs.Suspended(t.Name) {
@@ -532,15 +571,16 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 }
 
 // ensureWork writes the cluster's Work when its content changed and says whether it wrote.
-func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []policyv1alpha1.Overriders, w *workv1alpha1.Work) (bool, error) {
+func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
 	if err != nil {
 		return false, &renderError{err}
 	}
-	if err := render.Override(manifest, overriders); err != nil {
-		return false, &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
+	level := c.podSecurityLevel(b)
+	if err := overrideAndCheck(manifest, overriders, t.Name, level); err != nil {
+		return false, err
 	}
 	var manifests []workv1alpha1.Manifest
 	if b.BindingSpec().PropagateDeps {
@@ -555,8 +595,8 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		if err != nil {
 			return false, &renderError{err}
 		}
-		if err := render.Override(m, overriders); err != nil {
-			return false, &renderError{fmt.Errorf("overrides for cluster %s: %w", t.Name, err)}
+		if err := overrideAndCheck(m, overriders, t.Name, level); err != nil {
+			return false, err
 		}
 		if err := render.Canary(m); err != nil {
 			return false, &renderError{err}
@@ -580,12 +620,18 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		Manifests:          manifests,
 		DeletionPolicy:     b.BindingSpec().DeletionPolicy,
 		ConflictResolution: b.BindingSpec().ConflictResolution,
+		DriftCorrection:    b.BindingSpec().DriftCorrection.DeepCopy(),
 	}
 	labels := map[string]string{
 		workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(), workv1alpha1.ClusterLabel: t.Name,
 	}
 	if rev != 0 {
 		labels[workv1alpha1.RevisionLabel] = strconv.FormatInt(rev, 10)
+	}
+	var annotations map[string]string
+	if level != "" {
+		// The executor labels the member namespaces it creates for this Work with the level.
+		annotations = map[string]string{execute.PodSecurityLevelAnnotation: level}
 	}
 	if w == nil {
 		// The cached read keeps this to one write per cluster, not one per Work.
@@ -596,7 +642,7 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		}
 		w = &workv1alpha1.Work{
 			// Created with the executor's finalizer: one write less per Work.
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{execute.Finalizer}, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{execute.Finalizer}, Labels: labels, Annotations: annotations},
 			Spec:       spec,
 		}
 		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -605,11 +651,17 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 		return true, nil
 	}
-	if workSpecEqual(w.Spec, spec) && w.Labels[workv1alpha1.RevisionLabel] == labels[workv1alpha1.RevisionLabel] {
+	if workSpecEqual(w.Spec, spec) && w.Labels[workv1alpha1.RevisionLabel] == labels[workv1alpha1.RevisionLabel] &&
+		w.Annotations[execute.PodSecurityLevelAnnotation] == level {
 		return false, nil
 	}
 	patch := client.MergeFrom(w.DeepCopy())
 	w.Spec = spec
+	if level != "" {
+		metav1.SetMetaDataAnnotation(&w.ObjectMeta, execute.PodSecurityLevelAnnotation, level)
+	} else {
+		delete(w.Annotations, execute.PodSecurityLevelAnnotation)
+	}
 	if rev != 0 {
 		w.Labels[workv1alpha1.RevisionLabel] = labels[workv1alpha1.RevisionLabel]
 	} else {
@@ -683,7 +735,8 @@ func (c *Controller) dependencies(ctx context.Context, tmpl *unstructured.Unstru
 }
 
 func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
-	if a.DeletionPolicy != b.DeletionPolicy || a.ConflictResolution != b.ConflictResolution || a.Suspend != b.Suspend || len(a.Manifests) != len(b.Manifests) {
+	if a.DeletionPolicy != b.DeletionPolicy || a.ConflictResolution != b.ConflictResolution || a.Suspend != b.Suspend || len(a.Manifests) != len(b.Manifests) ||
+		!apiequality.Semantic.DeepEqual(a.DriftCorrection, b.DriftCorrection) {
 		return false
 	}
 	for i := range a.Manifests {
@@ -710,6 +763,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	allApplied := len(bs.Clusters) > 0
 	var members []interpret.MemberStatus
 	var problems []string
+	var drifted []string // Drifted=True messages of the Works (driftCorrection mode Report)
 	for _, t := range bs.Clusters {
 		if slices.Contains(bs.UnmanagedClusters, t.Name) {
 			continue // handed back: no Work, no status
@@ -742,6 +796,10 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 				if cs.Message == "" {
 					cs.Message = ic.Message
 				}
+			}
+			cs.Drift = w.Status.Drift.DeepCopy()
+			if dc := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionDrifted); dc != nil && dc.Status == metav1.ConditionTrue {
+				drifted = append(drifted, dc.Message)
 			}
 			cs.Status = w.Status.ManifestStatus
 			if w.Status.ManifestStatus != nil {
@@ -777,6 +835,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, applied)
+	meta.RemoveStatusCondition(&status.Conditions, conditionStalled) // no longer refused
 	healthy := metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: string(overall), Message: "health across clusters: " + string(overall), ObservedGeneration: b.GetGeneration()}
 	if overall == workv1alpha1.HealthHealthy {
 		healthy.Status = metav1.ConditionTrue
@@ -804,6 +863,13 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, interpreted)
+	if len(drifted) > 0 {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "Drifted",
+			Message: truncateMessage(strings.Join(drifted, "; ")), ObservedGeneration: b.GetGeneration()})
+	} else if meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionDrifted) != nil {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "InSync",
+			Message: "the member objects match the manifests", ObservedGeneration: b.GetGeneration()})
+	}
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
 		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
 		*b.BindingStatus() = *status
@@ -833,6 +899,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			}
 		}
 	}
+	withDriftedCondition(merged, current, drifted)
 	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
 		return nil
 	}
@@ -847,6 +914,51 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	}
 	patch, _ := json.Marshal(map[string]any{"status": patchStatus})
 	return c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch))
+}
+
+func truncateMessage(msg string) string {
+	if len(msg) > 4096 {
+		return msg[:4093] + "..."
+	}
+	return msg
+}
+
+// withDriftedCondition puts a Drifted condition into the template's aggregated status while
+// a member object differs and the policy only reports it (driftCorrection mode Report), and
+// takes it out when none does.
+func withDriftedCondition(merged, current map[string]any, drifted []string) {
+	conds, _ := merged["conditions"].([]any)
+	var kept []any
+	var old map[string]any
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == workv1alpha1.ConditionDrifted {
+			old = m
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(drifted) > 0 {
+		since := metav1.Now().UTC().Format(time.RFC3339)
+		if old != nil && old["status"] == string(metav1.ConditionTrue) {
+			if t, ok := old["lastTransitionTime"].(string); ok {
+				since = t
+			}
+		}
+		kept = append(kept, map[string]any{"type": workv1alpha1.ConditionDrifted, "status": string(metav1.ConditionTrue), "reason": "Drifted",
+			"message": truncateMessage(strings.Join(drifted, "; ")), "lastTransitionTime": since, "lastUpdateTime": since})
+	}
+	if old == nil && len(drifted) == 0 {
+		return
+	}
+	if len(kept) == 0 {
+		if _, had := current["conditions"]; had {
+			merged["conditions"] = []any{}
+		} else {
+			delete(merged, "conditions")
+		}
+		return
+	}
+	merged["conditions"] = kept
 }
 
 // normalize makes JSON numbers comparable whatever their Go type.

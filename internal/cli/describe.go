@@ -14,8 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
 func newDescribeCommand(g *globals) *cobra.Command {
@@ -77,11 +80,15 @@ func findBinding(ctx context.Context, c client.Client, kind, name, namespace str
 	return b, nil
 }
 
-func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding workv1alpha1.Binding) error {
+func describeBinding(ctx context.Context, c client.Client, out io.Writer, binding workv1alpha1.Binding) error {
 	b := struct {
 		Spec   *workv1alpha1.ResourceBindingSpec
 		Status *workv1alpha1.ResourceBindingStatus
 	}{binding.BindingSpec(), binding.BindingStatus()}
+	adoption, err := readAdoption(ctx, c, binding)
+	if err != nil {
+		return err
+	}
 	r := b.Spec.Resource
 	if r.Namespace == "" {
 		fmt.Fprintf(out, "Template:   %s %s (%s)\n", r.Kind, r.Name, r.APIVersion)
@@ -99,17 +106,26 @@ func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding 
 	if b.Spec.Group != "" {
 		fmt.Fprintf(out, "Group:      %s (scheduled together)\n", b.Spec.Group)
 	}
-	fmt.Fprintf(out, "Health:     %s\n", orDash(string(b.Status.Health)))
-	for _, t := range []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionApplied, workv1alpha1.ConditionHealthy} {
+	status := map[string]workv1alpha1.ClusterStatus{}
+	for _, s := range b.Status.Clusters {
+		status[s.Cluster] = s
+	}
+	conditions := []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionApplied, workv1alpha1.ConditionHealthy}
+	if adoption == nil {
+		fmt.Fprintf(out, "Health:     %s\n", orDash(string(b.Status.Health)))
+	} else {
+		// The binding's own health and Applied count the clusters not adopted as waiting;
+		// here only the adopted ones count, and the adoption says where it stands.
+		fmt.Fprintf(out, "Health:     %s\n", adoption.health(status))
+		fmt.Fprintf(out, "Adoption:   %s\n", adoption.summary(r))
+		conditions = conditions[:1]
+	}
+	for _, t := range conditions {
 		if c := meta.FindStatusCondition(b.Status.Conditions, t); c != nil {
 			fmt.Fprintf(out, "%-11s %s (%s) %s\n", t+":", c.Status, c.Reason, c.Message)
 		}
 	}
 	fmt.Fprintln(out, "\nClusters:")
-	status := map[string]workv1alpha1.ClusterStatus{}
-	for _, s := range b.Status.Clusters {
-		status[s.Cluster] = s
-	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tSYNC\tLAST ERROR")
 	for _, t := range b.Spec.Clusters {
@@ -118,11 +134,19 @@ func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding 
 		}
 		s := status[t.Name]
 		sync := "managed"
+		if adoption != nil {
+			sync = adoption.state[t.Name]
+		}
 		switch {
 		case b.Spec.Suspended(t.Name):
 			sync = "suspended"
 		case s.Lost:
 			sync = "lost"
+		}
+		if adoption != nil && !adoption.managed(t.Name) {
+			// No Work: Flotilla neither writes nor reads there, so it has no status to show.
+			fmt.Fprintf(tw, "  %s\t%d\t-\t-\t%s\t-\n", t.Name, t.Replicas, sync)
+			continue
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%v\t%s\t%s\t%s\n", t.Name, t.Replicas, s.Applied, orDash(string(s.Health)), sync, orDash(s.Message))
 	}
@@ -144,7 +168,170 @@ func describeBinding(_ context.Context, _ client.Client, out io.Writer, binding 
 	for _, f := range b.Spec.FailedClusters {
 		fmt.Fprintf(out, "Failed over from %s at %s: %s\n", f.Cluster, f.Time.UTC().Format(time.RFC3339), f.Message)
 	}
+	describeDrift(out, b.Spec, b.Status)
 	return nil
+}
+
+// describeDrift shows the drift mode and, per cluster, what was changed by hand: put back
+// (Correct) or left as it is (Report).
+func describeDrift(out io.Writer, spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus) {
+	mode := workv1alpha1.DriftCorrect
+	if d := spec.DriftCorrection; d != nil && d.Mode != "" {
+		mode = d.Mode
+	}
+	header := "\nDrift:      " + mode
+	if d := spec.DriftCorrection; d != nil && len(d.IgnoreFields) > 0 {
+		header += " (ignoring " + strings.Join(d.IgnoreFields, ", ") + ")"
+	}
+	fmt.Fprintln(out, header)
+	if c := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionDrifted); c != nil && c.Status == "True" {
+		fmt.Fprintf(out, "Drifted:    True (%s) %s\n", c.Reason, c.Message)
+	}
+	for _, s := range status.Clusters {
+		if s.Drift == nil {
+			continue
+		}
+		line := fmt.Sprintf("  %s: %d corrected", s.Cluster, s.Drift.Corrections)
+		if t := s.Drift.LastCorrectionTime; t != nil {
+			line += ", last at " + t.UTC().Format(time.RFC3339)
+		}
+		if len(s.Drift.Objects) > 0 {
+			line += "; " + execute.DescribeDrift(s.Drift.Objects)
+		}
+		fmt.Fprintln(out, line)
+	}
+}
+
+// Adoption states of a cluster under a staged first release.
+const (
+	adoptionAdopted     = "adopted"
+	adoptionAdopting    = "adopting"
+	adoptionNotReached  = "not reached yet (unmanaged)"
+	adoptionHandingBack = "handing back"
+	adoptionHandedBack  = "handed back (unmanaged)"
+	adoptionNotAdopted  = "not adopted (unmanaged)"
+)
+
+// adoption is what a staged first release (rollout.stageFirstRevision) has done in each
+// cluster, read from the binding's revision pins and the Works: a cluster whose pin is not set
+// has no Work, so Flotilla has not adopted its object (or has handed it back).
+type adoption struct {
+	release *rolloutv1alpha1.Release // nil while the recorder creates it
+	state   map[string]string
+	order   []string
+}
+
+// readAdoption returns the adoption in progress or stopped, nil when the template has a stable
+// revision (adopted, or never staged).
+func readAdoption(ctx context.Context, c client.Client, b workv1alpha1.Binding) (*adoption, error) {
+	revs := b.BindingSpec().Revisions
+	if revs == nil || revs.Stable != 0 {
+		return nil, nil
+	}
+	a := &adoption{state: map[string]string{}, release: &rolloutv1alpha1.Release{}}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, a.release); apierrors.IsNotFound(err) {
+		a.release = nil
+	} else if err != nil {
+		return nil, err
+	}
+	works := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName()}); err != nil {
+		return nil, err
+	}
+	work := map[string]*workv1alpha1.Work{}
+	for i := range works.Items {
+		work[works.Items[i].Labels[workv1alpha1.ClusterLabel]] = &works.Items[i]
+	}
+	stopped := a.release != nil && (a.release.Status.Phase == rolloutv1alpha1.ReleaseAborted || a.release.Status.Phase == rolloutv1alpha1.ReleaseRolledBack)
+	for _, t := range b.BindingSpec().Clusters {
+		w := work[t.Name]
+		pinned := revs.RevisionFor(t.Name) != 0
+		var st string
+		switch {
+		case pinned && w != nil && w.DeletionTimestamp.IsZero():
+			st = adoptionAdopted
+		case pinned:
+			st = adoptionAdopting
+		case w != nil:
+			st = adoptionHandingBack // its Work goes with the release policy: the object stays
+		case stopped && slices.Contains(a.release.Status.UpdatedClusters, t.Name):
+			st = adoptionHandedBack
+		case stopped:
+			st = adoptionNotAdopted
+		default:
+			st = adoptionNotReached
+		}
+		a.state[t.Name] = st
+		a.order = append(a.order, t.Name)
+	}
+	return a, nil
+}
+
+// managed says whether Flotilla writes to the cluster's object.
+func (a *adoption) managed(cluster string) bool {
+	st := a.state[cluster]
+	return st == adoptionAdopted || st == adoptionAdopting || st == adoptionHandingBack
+}
+
+// in lists the clusters in one of the states.
+func (a *adoption) in(states ...string) []string {
+	var out []string
+	for _, cl := range a.order {
+		if slices.Contains(states, a.state[cl]) {
+			out = append(out, cl)
+		}
+	}
+	return out
+}
+
+// health is the worst health of the adopted clusters; the others report none.
+func (a *adoption) health(status map[string]workv1alpha1.ClusterStatus) string {
+	adopted := a.in(adoptionAdopted, adoptionAdopting)
+	if len(adopted) == 0 {
+		return "- (Flotilla manages no cluster of it yet)"
+	}
+	rank := map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
+	worst := workv1alpha1.HealthHealthy
+	for _, cl := range adopted {
+		h := status[cl].Health
+		if h == "" {
+			h = workv1alpha1.HealthUnknown
+		}
+		if rank[h] > rank[worst] {
+			worst = h
+		}
+	}
+	return fmt.Sprintf("%s (of the %d adopted of %d clusters)", worst, len(adopted), len(a.order))
+}
+
+// summary says where the adoption stands and what to do next.
+func (a *adoption) summary(r workv1alpha1.ObjectReference) string {
+	arg := strings.ToLower(r.Kind) + "/" + r.Name
+	if a.release == nil {
+		return "staged (rollout.stageFirstRevision): its first release is being created; no cluster adopted yet"
+	}
+	rel := a.release
+	switch rel.Status.Phase {
+	case rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseRolledBack:
+		back := a.in(adoptionHandedBack, adoptionHandingBack)
+		msg := fmt.Sprintf("release %s %s: ", rel.Name, rel.Status.Phase)
+		if len(back) > 0 {
+			msg += "handed back to unmanaged in " + strings.Join(back, ", ") + ", objects and pods left running"
+		} else {
+			msg += "no cluster had been adopted"
+		}
+		return msg + fmt.Sprintf("; Flotilla writes nowhere (`%s release retry %s` adopts again)", invokedName(), arg)
+	}
+	adopted := a.in(adoptionAdopted)
+	wave := rel.Status.Wave
+	if wave == "" {
+		wave = waveName(rel)
+	}
+	msg := fmt.Sprintf("staged by release %s (%s, wave %s): %d of %d clusters adopted", rel.Name, orDash(string(rel.Status.Phase)), wave, len(adopted), len(a.order))
+	if rest := a.in(adoptionNotReached); len(rest) > 0 {
+		msg += "; not reached yet: " + strings.Join(rest, ", ")
+	}
+	return msg + fmt.Sprintf(" (`%s release get %s` shows the waves)", invokedName(), arg)
 }
 
 func orDash(s string) string {

@@ -8,13 +8,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/flotilla-dev/flotilla/internal/analysis"
+	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"github.com/flotilla-dev/flotilla/internal/manager"
 )
 
 func newControllerManagerCommand(g *globals) *cobra.Command {
 	o := manager.DefaultOptions()
 	var probe probeFlags
+	var metricsSecure bool
 	zapOpts := zap.Options{}
+	var analysisAllowCIDRs []string
+	analysisPodSecurity := string(o.Analysis.PodSecurity)
+	luaConcurrent, luaMemory, luaCallMemory := o.Lua.MaxConcurrentCalls, o.Lua.MaxMemory>>20, o.LuaCallMemory>>20
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run Flotilla's controllers against the control plane (leader-elected)",
@@ -28,16 +34,30 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 			qps, burst := o.Probe.MemberQPS, o.Probe.MemberBurst
 			o.Probe = probe.options()
 			o.Probe.MemberQPS, o.Probe.MemberBurst = qps, burst
+			if luaConcurrent < 1 || luaMemory < 1 || luaCallMemory < 1 || luaCallMemory > luaMemory {
+				return fmt.Errorf("--lua-max-concurrent-calls, --lua-max-memory-mib and --lua-call-max-memory-mib must be positive, and a call's memory at most the process's")
+			}
+			o.Lua = luavm.ProcessLimits{MaxConcurrentCalls: luaConcurrent, MaxMemory: luaMemory << 20}
+			o.LuaCallMemory = luaCallMemory << 20
 			if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 || o.Probe.MemberQPS <= 0 || o.Probe.MemberBurst < 1 {
 				return fmt.Errorf("--kube-api-qps, --kube-api-burst, --member-api-qps and --member-api-burst must be positive")
+			}
+			if cmd.Flags().Changed("metrics-secure") {
+				o.MetricsSecure = &metricsSecure
+			}
+			if o.Analysis, err = analysis.ParseSettings(analysisAllowCIDRs, analysisPodSecurity); err != nil {
+				return err
 			}
 			return manager.Run(ctrl.SetupSignalHandler(), cfg, o)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", o.MetricsAddress, "address of the Prometheus /metrics endpoint; 0 disables it")
-	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", o.HealthProbeAddress, "address of /healthz and /readyz")
+	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", o.MetricsAddress, "address of the Prometheus /metrics endpoint (loopback unless told otherwise, e.g. :8080 for every interface); 0 disables it")
+	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", o.HealthProbeAddress, "address of /healthz and /readyz (loopback unless told otherwise, e.g. :8081 for every interface)")
+	fs.BoolVar(&metricsSecure, "metrics-secure", false, "serve /metrics over HTTPS to clients whose bearer token the control plane authenticates and authorizes for GET /metrics (TokenReview, SubjectAccessReview); default: on unless --metrics-bind-address is a loopback address")
+	fs.StringVar(&o.PodSecurityLevel, "pod-security-level", o.PodSecurityLevel, "Pod Security level (privileged, baseline or restricted) that workloads placed by namespaced PropagationPolicies must meet before they are written to a member, and that member namespaces Flotilla creates for them enforce")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so only one replica acts")
+	fs.DurationVar(&o.DriftCheckInterval, "drift-check-interval", o.DriftCheckInterval, "how often every Work is compared with its member objects besides the member events, as a safety net for drift (changes made by hand in a member); 0 turns it off, else at least 10s")
 	fs.DurationVar(&o.FailoverGracePeriod, "failover-grace-period", o.FailoverGracePeriod, "how long a cluster may stay not Ready before it is tainted unreachable and its Divided replicas move to healthy clusters")
 	fs.StringVar(&o.PprofAddress, "pprof-bind-address", "", "address of net/http/pprof for profiling; off when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the control plane")
@@ -45,6 +65,11 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 	o.Probe.MemberQPS, o.Probe.MemberBurst = 500, 1000
 	fs.Float32Var(&o.Probe.MemberQPS, "member-api-qps", o.Probe.MemberQPS, "queries per second to each member")
 	fs.IntVar(&o.Probe.MemberBurst, "member-api-burst", o.Probe.MemberBurst, "burst of queries to each member")
+	fs.IntVar(&luaConcurrent, "lua-max-concurrent-calls", luaConcurrent, "interpreter customization script calls that run at once, others wait; the default is 2*GOMAXPROCS, at least 4")
+	fs.Int64Var(&luaMemory, "lua-max-memory-mib", luaMemory, "estimated MiB all running script calls may allocate together; a call that would pass it fails")
+	fs.Int64Var(&luaCallMemory, "lua-call-max-memory-mib", luaCallMemory, "estimated MiB one script call may allocate")
+	fs.StringArrayVar(&analysisAllowCIDRs, "analysis-allow-cidr", nil, "a CIDR every analysis template may reach, repeatable (by default a namespace's templates reach public addresses only, ClusterAnalysisTemplates also private and loopback ones; link-local and metadata addresses only through this flag)")
+	fs.StringVar(&analysisPodSecurity, "analysis-pod-security-level", analysisPodSecurity, "Pod Security level (privileged, baseline or restricted) the Job pods of a namespace's analysis templates must meet; member namespaces Flotilla creates for them are labelled to enforce it")
 	probe.add(cmd)
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(goflags)

@@ -279,6 +279,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		ConflictResolution: string(orDefault(best.spec.ConflictResolution, policyv1alpha1.ConflictAbort)),
 		PropagateDeps:      best.spec.PropagateDeps,
 		Group:              group,
+		DriftCorrection:    driftCorrection(best.spec.DriftCorrection),
 	}
 	binding := workv1alpha1.NewBinding(bindingKey.Namespace, bindingKey.Name)
 	err = d.Client.Get(ctx, bindingKey, binding)
@@ -306,6 +307,17 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	patch := client.MergeFrom(binding.DeepCopyObject().(client.Object))
 	*binding.BindingSpec() = spec
 	return reconcile.Result{}, d.Client.Patch(ctx, binding, patch)
+}
+
+// driftCorrection copies the policy's driftCorrection with its default filled in, so the
+// binding shows the mode in force.
+func driftCorrection(d *policyv1alpha1.DriftCorrection) *workv1alpha1.DriftCorrection {
+	out := &workv1alpha1.DriftCorrection{Mode: string(policyv1alpha1.DriftCorrect)}
+	if d != nil {
+		out.Mode = string(orDefault(d.Mode, policyv1alpha1.DriftCorrect))
+		out.IgnoreFields = append([]string(nil), d.IgnoreFields...)
+	}
+	return out
 }
 
 func orDefault[T ~string](v, def T) T {

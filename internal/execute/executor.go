@@ -9,6 +9,14 @@
 // restarts. A member that is not Ready only delays its own Works: they are retried later
 // without a call to it, and every member call is bounded by a timeout.
 //
+// Drift: every member event of an unchanged Work compares the rendered objects, after
+// Retain, with the informers' copies (see drift.go); no call to the member unless something
+// differs. Under Correct the object is re-applied; under Report a server-side dry-run confirms
+// the difference and the Work says Drifted=True. Whether an object is Flotilla's is decided by
+// its label or by the Work's record of what it applied together with Flotilla's field manager,
+// so a label removed by hand is drift, not a foreign object. A periodic pass over every Work
+// (DriftCheckInterval) is the safety net for missed events and unlabelled objects.
+//
 // It must not decide placement or render manifests.
 package execute
 
@@ -33,6 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +49,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -58,6 +68,12 @@ const Finalizer = "work.flotilla.dev/executor"
 
 // ExecutionNamespacePrefix starts the namespaces of the control plane that hold Works.
 const ExecutionNamespacePrefix = "flotilla-es-"
+
+// PodSecurityLevelAnnotation on a Work is the Pod Security level its objects' namespace
+// enforces in the member when the executor creates that namespace. The binding controller sets
+// it on Works of templates placed by namespaced PropagationPolicies (the platform's
+// --pod-security-level); an existing member namespace is never relabelled.
+const PodSecurityLevelAnnotation = "work.flotilla.dev/pod-security-level"
 
 // memberCallTimeout bounds every call to a member.
 const memberCallTimeout = 15 * time.Second
@@ -85,6 +101,15 @@ type Executor struct {
 	applied sync.Map
 	// dirtySince is when a Work's status first differed from the written one.
 	dirtySince sync.Map
+	// Recorder records DriftCorrected and Drifted events on bindings and templates.
+	Recorder events.EventRecorder
+	// DriftCheckInterval is how often every Work is compared with its member objects without
+	// a member event, as a safety net; 0 turns it off.
+	DriftCheckInterval time.Duration
+	// drift is the drift status per Work this process last computed (written or about to be).
+	drift sync.Map
+	// verdicts remember the last drift verdict per member object (see verdictClean).
+	verdicts sync.Map
 }
 
 // SetupWithManager registers the executor.
@@ -93,6 +118,11 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 	inExecutionNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return strings.HasPrefix(o.GetNamespace(), ExecutionNamespacePrefix)
 	})
+	if e.DriftCheckInterval > 0 {
+		if err := mgr.Add(manager.RunnableFunc(e.checkEveryWork)); err != nil {
+			return err
+		}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("executor")
 	if e.Interpreters != nil {
 		// A kind's customization changing re-judges health and status of its Works.
@@ -169,6 +199,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if apierrors.IsNotFound(err) {
 			e.applied.Delete(req.NamespacedName)
 			e.dirtySince.Delete(req.NamespacedName)
+			e.forgetWork(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -208,6 +239,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		e.applied.Delete(req.NamespacedName)
 		e.dirtySince.Delete(req.NamespacedName)
+		e.forgetWork(req.NamespacedName)
 		patch := client.MergeFrom(w.DeepCopy())
 		controllerutil.RemoveFinalizer(w, Finalizer)
 		return ctrl.Result{}, e.Client.Patch(ctx, w, patch)
@@ -225,7 +257,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if !reachable {
 		setApplied(status, w, metav1.ConditionFalse, "ClusterNotReady", fmt.Sprintf("cluster %s is not Ready; the Work waits for it", cluster))
 		result.RequeueAfter = 15 * time.Second
-	} else if err := e.apply(ctx, req.NamespacedName, cluster, w, status); errors.Is(err, errStaleWork) {
+	} else if after, err := e.apply(ctx, req.NamespacedName, cluster, w, status); errors.Is(err, errStaleWork) {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	} else if err != nil {
 		var conflict *conflictError
@@ -243,6 +275,8 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
 			result.RequeueAfter = 10 * time.Second
 		}
+	} else if after > 0 {
+		result.RequeueAfter = after
 	}
 	if apiequality.Semantic.DeepEqual(status, &w.Status) {
 		e.dirtySince.Delete(req.NamespacedName)
@@ -301,14 +335,17 @@ func manifestsHash(w *workv1alpha1.Work) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster string, w *workv1alpha1.Work, status *workv1alpha1.WorkStatus) error {
+// apply applies the Work's manifests that changed, puts back what drifted in the member
+// (or reports it), and gathers health and status. It returns when to look again, if the
+// member will not say.
+func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster string, w *workv1alpha1.Work, status *workv1alpha1.WorkStatus) (time.Duration, error) {
 	member, err := e.Members.Get(cluster)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	hash := manifestsHash(w)
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID && last.(appliedWork).generation > w.Generation {
-		return errStaleWork // the cache lags behind our own apply; the newer Work's event follows
+		return 0, errStaleWork // the cache lags behind our own apply; the newer Work's event follows
 	}
 	// What this process applied decides; the status only after a restart, as it can lag behind
 	// the last apply by the settle window.
@@ -320,66 +357,121 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	}
 	var objects []workv1alpha1.AppliedObject
 	var interpretErrors []string
+	// What was found changed by hand: put back (recreated, corrected) or, under Report, left.
+	var recreated, corrected, reported, newlyReported []workv1alpha1.DriftedObject
+	var requeue time.Duration
 	for i, m := range w.Spec.Manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
-			return fmt.Errorf("manifests[%d]: %w", i, err)
+			return 0, fmt.Errorf("manifests[%d]: %w", i, err)
 		}
 		gvk := obj.GroupVersionKind()
 		mapping, err := e.Members.RESTMapping(cluster, gvk)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := e.Members.WatchObjects(cluster, mapping.Resource, e.onMemberChange); err != nil {
-			return err
+			return 0, err
 		}
+		unwatched := false
 		res := member.Dynamic.Resource(mapping.Resource)
 		var ri = res.Namespace(obj.GetNamespace())
 		namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-		var live *unstructured.Unstructured
+		var live, before *unstructured.Unstructured
+		var drifted []driftField
 		needApply := !unchanged && !w.Spec.Suspend
 		if unchanged && !w.Spec.Suspend && e.Members.WaitObjectsSynced(cluster, mapping.Resource, 2*time.Second) {
-			// Someone deleted the member object: put it back.
-			_, present := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName())
-			needApply = !present
+			cached, present := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName())
+			if !present {
+				// Deleted by hand, or Flotilla's label removed (the informer sees labelled
+				// objects only): the member says which.
+				cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+				found, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+				cancel()
+				switch {
+				case apierrors.IsNotFound(err):
+					needApply = true // put it back
+					recreated = append(recreated, driftedObject(obj, []string{"deleted"}))
+				case err != nil:
+					return 0, fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+				case !e.ours(found, w, key, obj) && w.Spec.ConflictResolution != "Overwrite":
+					return 0, &conflictError{msg: fmt.Sprintf("%s %s/%s already exists in cluster %s and is not managed by Flotilla; it is left untouched (set the policy's conflictResolution: Overwrite to adopt it)",
+						gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster)}
+				default:
+					cached, unwatched = found, true
+				}
+			}
+			if cached != nil {
+				live = cached
+				if drifted, err = e.checkDrift(key, cluster, mapping.Resource, w, obj, cached); err != nil {
+					return 0, err
+				}
+				if len(drifted) > 0 && w.Spec.DriftMode() == workv1alpha1.DriftCorrect {
+					needApply, before = true, cached
+				} else if len(drifted) > 0 {
+					var isNew bool
+					if drifted, isNew, err = e.confirmDrift(ctx, key, cluster, mapping.Resource, ri, obj, cached, drifted); err != nil {
+						return 0, err
+					}
+					if len(drifted) > 0 {
+						reported = append(reported, driftedObject(obj, fieldPaths(drifted)))
+					}
+					if isNew {
+						newlyReported = append(newlyReported, driftedObject(obj, fieldPaths(drifted)))
+					}
+				}
+			}
 		}
 		if needApply {
 			cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 			if namespaced {
-				if err := e.ensureNamespace(cctx, member, obj.GetNamespace()); err != nil {
+				if err := e.ensureNamespace(cctx, member, obj.GetNamespace(), w.Annotations[PodSecurityLevelAnnotation]); err != nil {
 					cancel()
-					return err
+					return 0, err
 				}
 			}
 			// An object in the managed-object cache is ours already; only an unknown one is read
 			// first, to find an object that exists and is not Flotilla's.
 			existing, err := e.existing(cctx, cluster, mapping.Resource, ri, obj)
 			switch {
-			case err == nil && existing.GetLabels()[workv1alpha1.ManagedByLabel] != workv1alpha1.ManagedByValue && w.Spec.ConflictResolution != "Overwrite":
+			case err == nil && !e.ours(existing, w, key, obj) && w.Spec.ConflictResolution != "Overwrite":
 				cancel()
-				return &conflictError{msg: fmt.Sprintf("%s %s/%s already exists in cluster %s and is not managed by Flotilla; it is left untouched (set the policy's conflictResolution: Overwrite to adopt it)",
+				return 0, &conflictError{msg: fmt.Sprintf("%s %s/%s already exists in cluster %s and is not managed by Flotilla; it is left untouched (set the policy's conflictResolution: Overwrite to adopt it)",
 					gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster)}
 			case err != nil && !apierrors.IsNotFound(err):
 				cancel()
-				return fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+				return 0, fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
 			case err == nil:
 				retainScaledReplicas(existing, obj)
 				if err := e.Interpreters.For(gvk).Retain(obj, existing); err != nil {
 					cancel()
-					return &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)}
+					return 0, &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)}
 				}
 			}
 			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
 			cancel()
 			if err != nil {
 				e.namespaces.Delete(cluster + "/" + obj.GetNamespace()) // in case the namespace went away
-				return fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+				return 0, fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+			}
+			if before != nil {
+				if live.GetResourceVersion() != before.GetResourceVersion() {
+					corrected = append(corrected, driftedObject(obj, fieldPaths(drifted)))
+					e.rememberVerdict(key, cluster, mapping.Resource, obj, "")
+				} else {
+					// The member kept the object as it was: what differed was only its form.
+					e.rememberVerdict(key, cluster, mapping.Resource, obj, verdictNone+driftSignature(drifted))
+				}
 			}
 		}
 		// The cache may not have seen the apply yet: its status would be the old spec's.
 		if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok &&
 			(live == nil || cached.GetGeneration() >= live.GetGeneration()) {
 			live = cached
+		}
+		if unwatched && !needApply {
+			// Not labelled, so no member event tells of its next change: look again soon.
+			requeue = 10 * time.Second
 		}
 		ref := workv1alpha1.AppliedObject{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Health: workv1alpha1.HealthUnknown}
 		if live != nil {
@@ -404,6 +496,10 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				ref.Message = truncate(strings.Join(problems, "; "), 2048)
 				interpretErrors = append(interpretErrors, fmt.Sprintf("%s %s: %s", gvk.Kind, obj.GetName(), ref.Message))
 			}
+		} else if i == len(w.Spec.Manifests)-1 && e.Members.WaitObjectsSynced(cluster, mapping.Resource, 10*time.Millisecond) {
+			// The member's informer has it not: never report the health of an object that does
+			// not exist. (An informer still syncing leaves health as it was; its events follow.)
+			status.Health, status.ManifestStatus = workv1alpha1.HealthUnknown, nil
 		}
 		objects = append(objects, ref)
 	}
@@ -414,11 +510,12 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	if w.Spec.Suspend {
 		// Nothing written: report what the member has and leave the applied record as it was.
 		status.Objects = objects
-		return nil
+		return 0, nil
 	}
 	if err := e.prune(ctx, cluster, w, previous, objects); err != nil {
-		return err
+		return 0, err
 	}
+	e.recordDrift(ctx, key, cluster, w, status, append(recreated, corrected...), reported, newlyReported)
 	status.Objects = objects
 	status.AppliedHash = hash
 	e.applied.Store(key, appliedWork{w.UID, w.Generation, hash, objects})
@@ -429,7 +526,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		interpreted.Status, interpreted.Reason, interpreted.Message = metav1.ConditionFalse, "InterpreterError", truncate(strings.Join(interpretErrors, "; "), 4096)
 	}
 	meta.SetStatusCondition(&status.Conditions, interpreted)
-	return nil
+	return requeue, nil
 }
 
 func truncate(s string, n int) string {
@@ -467,7 +564,7 @@ func (e *Executor) existing(ctx context.Context, cluster string, gvr schema.Grou
 	return ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 }
 
-func (e *Executor) ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
+func (e *Executor) ensureNamespace(ctx context.Context, m clustercache.Member, ns, podSecurityLevel string) error {
 	if ns == "" {
 		return nil
 	}
@@ -475,18 +572,44 @@ func (e *Executor) ensureNamespace(ctx context.Context, m clustercache.Member, n
 	if _, known := e.namespaces.Load(key); known {
 		return nil
 	}
-	if err := ensureNamespace(ctx, m, ns); err != nil {
+	if err := ensureNamespace(ctx, m, ns, podSecurityLevel); err != nil {
 		return err
 	}
 	e.namespaces.Store(key, true)
 	return nil
 }
 
-func ensureNamespace(ctx context.Context, m clustercache.Member, ns string) error {
-	_, err := m.Clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+// Pod Security admission's namespace labels.
+const (
+	podSecurityEnforceLabel        = "pod-security.kubernetes.io/enforce"
+	podSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
+)
+
+// namespaceLabels are the labels of a member namespace the executor creates: Flotilla's mark,
+// and with a Pod Security level, the labels that make the member enforce it.
+func namespaceLabels(podSecurityLevel string) (map[string]string, error) {
+	labels := map[string]string{workv1alpha1.ManagedByLabel: workv1alpha1.ManagedByValue}
+	switch podSecurityLevel {
+	case "":
+	case "privileged", "baseline", "restricted":
+		labels[podSecurityEnforceLabel] = podSecurityLevel
+		labels[podSecurityEnforceVersionLabel] = "latest"
+	default:
+		return nil, fmt.Errorf("annotation %s is %q: give privileged, baseline or restricted", PodSecurityLevelAnnotation, podSecurityLevel)
+	}
+	return labels, nil
+}
+
+func ensureNamespace(ctx context.Context, m clustercache.Member, ns, podSecurityLevel string) error {
+	labels, err := namespaceLabels(podSecurityLevel)
+	if err != nil {
+		return fmt.Errorf("creating namespace %s in cluster %s: %w", ns, m.Name, err)
+	}
+	_, err = m.Clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		// Marked as Flotilla's, so a Namespace template placed later adopts it without a conflict.
-		_, err = m.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{workv1alpha1.ManagedByLabel: workv1alpha1.ManagedByValue}}}, metav1.CreateOptions{})
+		// An existing namespace keeps its labels: its Pod Security level is its owner's choice.
+		_, err = m.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		}
@@ -606,7 +729,8 @@ func (e *Executor) deleteManaged(ctx context.Context, cluster string, member clu
 	defer cancel()
 	ri := member.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 	live, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
-	if err == nil && live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue {
+	// Flotilla's label, or fields it applied (a label removed by hand does not make it foreign).
+	if err == nil && (live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue || appliedByFlotilla(live)) {
 		policy := metav1.DeletePropagationBackground
 		err = ri.Delete(cctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: ptrUID(live.GetUID())}})
 	}

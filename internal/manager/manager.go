@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-dev/flotilla/internal/analysis"
 	"github.com/flotilla-dev/flotilla/internal/binding"
@@ -30,6 +29,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
 )
 
@@ -37,9 +37,15 @@ import (
 type Options struct {
 	MetricsAddress     string
 	HealthProbeAddress string
-	LeaderElection     bool
-	LeaderElectionID   string
-	Probe              clustercache.Options
+	// MetricsSecure serves metrics over HTTPS to authenticated, authorized clients only; nil
+	// means secure unless MetricsAddress is a loopback address.
+	MetricsSecure *bool
+	// PodSecurityLevel is what workloads placed by namespaced PropagationPolicies must meet and
+	// what member namespaces Flotilla creates for them enforce.
+	PodSecurityLevel string
+	LeaderElection   bool
+	LeaderElectionID string
+	Probe            clustercache.Options
 	// KubeAPIQPS and KubeAPIBurst limit the control-plane client.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
@@ -48,13 +54,25 @@ type Options struct {
 	// FailoverGracePeriod is how long a cluster may stay not Ready before it is tainted
 	// unreachable and its Divided replicas move.
 	FailoverGracePeriod time.Duration
+	// Lua bounds the interpreter customization scripts of the process together;
+	// LuaCallMemory bounds the estimated memory of one call.
+	Lua           luavm.ProcessLimits
+	LuaCallMemory int64
+	// Analysis holds the ranges analysis may reach beyond the egress rules and the Pod Security
+	// level of a namespace's analysis Jobs.
+	Analysis analysis.Settings
+	// DriftCheckInterval is how often every Work is compared with its member objects without
+	// a member event (a safety net under the member informers); 0 turns it off.
+	DriftCheckInterval time.Duration
 }
 
 // DefaultOptions are the production defaults.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddress:     ":8080",
-		HealthProbeAddress: ":8081",
+		// Loopback unless told otherwise: metrics and health say what runs where.
+		MetricsAddress:     "127.0.0.1:8080",
+		HealthProbeAddress: "127.0.0.1:8081",
+		PodSecurityLevel:   render.DefaultPodSecurityLevel,
 		LeaderElection:     true,
 		LeaderElectionID:   "flotilla-controller-manager",
 		Probe:              clustercache.DefaultOptions(),
@@ -62,6 +80,10 @@ func DefaultOptions() Options {
 		KubeAPIBurst:       1000,
 		// Several probe periods past not Ready: a member restart does not move workloads.
 		FailoverGracePeriod: time.Minute,
+		Lua:                 luavm.DefaultProcessLimits(),
+		LuaCallMemory:       luavm.DefaultLimits().MaxMemory,
+		Analysis:            analysis.DefaultSettings(),
+		DriftCheckInterval:  execute.DefaultDriftCheckInterval,
 	}
 }
 
@@ -73,12 +95,22 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if o.FailoverGracePeriod <= 0 {
 		return fmt.Errorf("--failover-grace-period %s: give a positive duration, for example 1m (how long a cluster may stay not Ready before its replicas move)", o.FailoverGracePeriod)
 	}
+	if o.DriftCheckInterval < 0 || (o.DriftCheckInterval > 0 && o.DriftCheckInterval < 10*time.Second) {
+		return fmt.Errorf("--drift-check-interval %s: give 0 (off) or at least 10s, for example 5m (how often every Work is compared with its member objects besides the member events)", o.DriftCheckInterval)
+	}
+	if _, err := render.ParsePodSecurityLevel(o.PodSecurityLevel); err != nil {
+		return fmt.Errorf("--pod-security-level: %w", err)
+	}
+	metricsOptions, err := o.metricsServerOptions()
+	if err != nil {
+		return err
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        kube.Scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		Metrics:                       metricsOptions,
 		HealthProbeBindAddress:        o.HealthProbeAddress,
 		PprofBindAddress:              o.PprofAddress,
 		LeaderElection:                o.LeaderElection,
@@ -99,7 +131,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	members := clustercache.New(o.Probe)
-	interpreters := interpret.NewRegistry(luavm.Limits{})
+	luavm.SetProcessLimits(o.Lua)
+	interpreters := interpret.NewRegistry(luavm.Limits{MaxMemory: o.LuaCallMemory})
 	if err := customization.Load(ctx, mgr.GetAPIReader(), interpreters); err != nil {
 		return err
 	}
@@ -120,10 +153,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
-	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-binding")}).SetupWithManager(mgr); err != nil {
+	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-binding"),
+		PodSecurityLevel: o.PodSecurityLevel}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
-	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members, Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
+	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members, Interpreters: interpreters,
+		Recorder: mgr.GetEventRecorder("flotilla-executor"), DriftCheckInterval: o.DriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}
 	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release"), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
@@ -132,7 +167,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&release.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
-	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: mgr.GetEventRecorder("flotilla-analysis")}).SetupWithManager(mgr); err != nil {
+	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: mgr.GetEventRecorder("flotilla-analysis"),
+		Egress: analysis.NewEgress(o.Analysis.AllowCIDRs), PodSecurity: o.Analysis.PodSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the analysis controller: %w", err)
 	}
 	if err := (&failover.TaintController{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-failover"),

@@ -137,6 +137,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if Final(rel.Status.Phase) && !(retry && (rel.Status.Phase == rolloutv1alpha1.ReleaseAborted || rel.Status.Phase == rolloutv1alpha1.ReleaseRolledBack)) {
 		return ctrl.Result{}, nil
 	}
+	if msg := foreignTarget(rel, nil); msg != "" {
+		return ctrl.Result{}, c.refuseForeign(ctx, rel, msg)
+	}
 	ns := ""
 	if rel.Spec.Binding.Kind == "ResourceBinding" {
 		ns = rel.Namespace
@@ -144,6 +147,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	b := workv1alpha1.NewBinding(ns, rel.Spec.Binding.Name)
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel.Spec.Binding.Name}, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if msg := foreignTarget(rel, b); msg != "" {
+		return ctrl.Result{}, c.refuseForeign(ctx, rel, msg)
 	}
 	if b.BindingSpec().Revisions == nil {
 		if Final(rel.Status.Phase) {
@@ -153,6 +159,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		patch := client.MergeFromWithOptions(rel.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		rel.Status.Phase, rel.Status.Message = rolloutv1alpha1.ReleaseSuperseded, "the policy no longer has a rollout; every cluster takes the template as it is"
 		rel.Status.CompletedAt = &metav1.Time{Time: c.Now()}
+		rel.Status.Wave = WaveSummary(rel, &rel.Status)
 		return ctrl.Result{}, c.Client.Status().Patch(ctx, rel, patch)
 	}
 	if b.BindingSpec().Revisions.Latest < rel.Spec.Revision {
@@ -178,6 +185,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	s.status.ObservedGeneration = rel.Generation
+	s.status.Wave = WaveSummary(rel, s.status)
 	if !apiequality.Semantic.DeepEqual(s.status, &rel.Status) {
 		before := rel.Status.Phase
 		// Optimistic lock: a reconcile from a stale cached Release must not undo a newer status.
@@ -201,6 +209,11 @@ func (c *Controller) event(rel *rolloutv1alpha1.Release, phase rolloutv1alpha1.R
 	kind := corev1.EventTypeNormal
 	if phase == rolloutv1alpha1.ReleaseRolledBack || phase == rolloutv1alpha1.ReleaseAborted {
 		kind = corev1.EventTypeWarning
+	}
+	if msg == "" {
+		// A phase set without a status message (Progressing as the release starts) still says
+		// what happened: every event carries a message.
+		msg = fmt.Sprintf("release of revision %d is %s, wave %s", rel.Spec.Revision, phase, orText(rel.Status.Wave, "not started"))
 	}
 	c.Recorder.Eventf(rel, nil, kind, "Release"+string(phase), "Release", "%s", msg)
 }
@@ -474,11 +487,14 @@ func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha
 			}
 		}
 		if touched {
-			w.Phase, w.Message = rolloutv1alpha1.WaveRolledBack, "rolled back to revision "+fmt.Sprint(s.revs.Stable)
+			w.Phase, w.Message = rolloutv1alpha1.WaveRolledBack, rolledBackTo(s.revs.Stable)
 		}
 	}
 	s.status.Phase = phase
-	s.status.Message = fmt.Sprintf("%s; %s back on revision %d", reason, strings.Join(s.status.UpdatedClusters, ", "), s.revs.Stable)
+	s.status.Message = fmt.Sprintf("%s; %s %s", reason, strings.Join(s.status.UpdatedClusters, ", "), rolledBackTo(s.revs.Stable))
+	if len(s.status.UpdatedClusters) == 0 {
+		s.status.Message = reason + "; no cluster had been updated"
+	}
 	s.status.CompletedAt = &metav1.Time{Time: s.now}
 	rollbacks.WithLabelValues(string(phase)).Inc()
 	return c.terminateAnalysis(ctx, s)
@@ -678,7 +694,13 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 	if err != nil {
 		return "", err
 	}
-	run, err = analysis.NewRun(rel.Namespace, name, specs, args, clusters)
+	// The run records where each metric came from: a namespace's templates get the tenant's
+	// egress and Pod Security rules, ClusterAnalysisTemplates the platform's.
+	from := make([]analysis.Template, len(specs))
+	for i := range specs {
+		from[i] = analysis.Template{Name: gate.Templates[i].TemplateName, ClusterScope: gate.Templates[i].ClusterScope, Spec: specs[i]}
+	}
+	run, err = analysis.NewRunFrom(rel.Namespace, name, from, args, clusters)
 	if err != nil {
 		return "", &configError{fmt.Errorf("analysis for %s: %w", suffix, err)}
 	}

@@ -383,6 +383,11 @@ type PropagationSpec struct {
 	// over.
 	// +optional
 	Failover *FailoverBehavior `json:"failover,omitempty"`
+
+	// driftCorrection says what happens when a member object is changed by hand: Correct (the
+	// default) puts it back, Report only says so; ignoreFields are never drift.
+	// +optional
+	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
 }
 
 // PurgeMode says when the old placement goes after a failover.

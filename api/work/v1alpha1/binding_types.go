@@ -18,7 +18,68 @@ const (
 	// ConditionInterpreted: every interpreter call for the object succeeded; False names the
 	// failing customization, operation and Lua error.
 	ConditionInterpreted = "Interpreted"
+	// ConditionDrifted: a member object differs from what Flotilla applied and the policy's
+	// driftCorrection mode is Report; the message names the cluster, the object and the fields.
+	ConditionDrifted = "Drifted"
 )
+
+// Drift modes of DriftCorrection.mode; Correct when unset.
+const (
+	DriftCorrect = "Correct"
+	DriftReport  = "Report"
+)
+
+// DriftCorrection is the policy's driftCorrection, copied into the binding by the detector and
+// into each Work by the binding controller.
+type DriftCorrection struct {
+	// mode is Correct (put the member object back) or Report (only say so).
+	// +optional
+	// +kubebuilder:validation:Enum=Correct;Report
+	Mode string `json:"mode,omitempty"`
+
+	// ignoreFields are JSON pointers to fields that are never drift.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^(/([^/~]|~[01])*)+$`
+	IgnoreFields []string `json:"ignoreFields,omitempty"`
+}
+
+// DriftStatus is what the executor found changed by hand in one member.
+type DriftStatus struct {
+	// corrections counts the drifts put back in this member.
+	// +optional
+	Corrections int64 `json:"corrections,omitempty"`
+	// lastCorrectionTime is when drift was last put back.
+	// +optional
+	LastCorrectionTime *metav1.Time `json:"lastCorrectionTime,omitempty"`
+	// objects differ from the manifests: as they are now under Report, as they were at the
+	// last correction under Correct.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Objects []DriftedObject `json:"objects,omitempty"`
+}
+
+// DriftedObject is one member object and the fields in which it drifted.
+type DriftedObject struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// fields are JSON pointers to the fields that differ.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=512
+	Fields []string `json:"fields,omitempty"`
+}
 
 // Health of a workload in one cluster or overall.
 // +kubebuilder:validation:Enum=Healthy;Progressing;Degraded;Unknown
@@ -192,6 +253,10 @@ type ResourceBindingSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1000
 	UnmanagedClusters []string `json:"unmanagedClusters,omitempty"`
+
+	// driftCorrection from the policy: what happens when a member object is changed by hand.
+	// +optional
+	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
 }
 
 // Suspension says where Flotilla's writes are suspended.
@@ -324,6 +389,9 @@ type ClusterStatus struct {
 	// lost until the cluster returns.
 	// +optional
 	Lost bool `json:"lost,omitempty"`
+	// drift is what was changed by hand in this cluster: corrected, or reported (Report).
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
 	// status is the member object's status, as observed.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -332,7 +400,7 @@ type ClusterStatus struct {
 
 // ResourceBindingStatus is the aggregated view of the template across its clusters.
 type ResourceBindingStatus struct {
-	// conditions: Scheduled, Applied, Healthy.
+	// conditions: Scheduled, Applied, Healthy, Interpreted, Drifted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -362,6 +430,9 @@ type ResourceBindingStatus struct {
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
 // +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health`
 // +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.policyRef.name`,priority=1
+// +kubebuilder:printcolumn:name="Drift",type=string,JSONPath=`.spec.driftCorrection.mode`,priority=1
+// +kubebuilder:printcolumn:name="Corrected-In",type=string,JSONPath=`.status.clusters[?(@.drift.corrections)].cluster`,priority=1
+// +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ResourceBinding struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -473,6 +544,9 @@ func (r *Revisions) RevisionFor(cluster string) int64 {
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
 // +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health`
 // +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.policyRef.name`,priority=1
+// +kubebuilder:printcolumn:name="Drift",type=string,JSONPath=`.spec.driftCorrection.mode`,priority=1
+// +kubebuilder:printcolumn:name="Corrected-In",type=string,JSONPath=`.status.clusters[?(@.drift.corrections)].cluster`,priority=1
+// +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterResourceBinding struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -558,6 +632,18 @@ type WorkSpec struct {
 	// keeps reporting status.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// driftCorrection: what the executor does when a member object is changed by hand.
+	// +optional
+	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
+}
+
+// DriftMode is the Work's drift mode, Correct when unset.
+func (s *WorkSpec) DriftMode() string {
+	if s.DriftCorrection == nil || s.DriftCorrection.Mode == "" {
+		return DriftCorrect
+	}
+	return s.DriftCorrection.Mode
 }
 
 // DeletionRelease on a Work hands its member objects back to unmanaged when it is deleted.
@@ -565,7 +651,7 @@ const DeletionRelease = "Release"
 
 // WorkStatus is what the executor observed in the member.
 type WorkStatus struct {
-	// conditions: Applied.
+	// conditions: Applied, Interpreted, Drifted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -588,6 +674,9 @@ type WorkStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	Objects []AppliedObject `json:"objects,omitempty"`
+	// drift is what was changed by hand in the member: corrected, or reported (Report).
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
 }
 
 // AppliedObject is one member object a Work applied.
