@@ -34,7 +34,9 @@ type Template struct {
 	// Name of the AnalysisTemplate or ClusterAnalysisTemplate; a template without a name is
 	// not recorded in the run's spec.templates.
 	Name string
-	// ClusterScope: a ClusterAnalysisTemplate, which only cluster admins write.
+	// ClusterScope: a ClusterAnalysisTemplate run by a ClusterPropagationPolicy gate, so neither
+	// its text nor its args come from a tenant; its metrics get the platform's egress and Pod
+	// Security allowances.
 	ClusterScope bool
 	// Spec with valueFrom args already resolved.
 	Spec rolloutv1alpha1.AnalysisTemplateSpec

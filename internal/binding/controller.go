@@ -118,9 +118,12 @@ type Controller struct {
 	// Recorder emits events on bindings (interpreter errors).
 	Recorder events.EventRecorder
 	// PodSecurityLevel is the Pod Security level (privileged, baseline or restricted) that
-	// workloads placed by namespaced PropagationPolicies must meet; the platform sets it, and
-	// empty means render.DefaultPodSecurityLevel.
+	// workloads of namespaced templates must meet; the platform sets it, and empty means
+	// render.DefaultPodSecurityLevel.
 	PodSecurityLevel string
+	// PodSecurityExemptNamespaces are the control-plane namespaces whose templates are the
+	// platform's and are not checked (none by default).
+	PodSecurityExemptNamespaces []string
 }
 
 // SetupWithManager registers the controller.

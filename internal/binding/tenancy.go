@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -141,10 +142,12 @@ func (c *Controller) refuse(ctx context.Context, b workv1alpha1.Binding, msg str
 }
 
 // podSecurityLevel is the Pod Security level a binding's workloads must meet: the platform's
-// for templates placed by a namespaced PropagationPolicy, none ("") for the platform's own
-// placements by ClusterPropagationPolicies.
+// for every namespaced template, whichever policy placed it, since a tenant can label a
+// template so that a broad ClusterPropagationPolicy selects it; none ("") for cluster-scoped
+// templates and for the namespaces the platform exempts (--pod-security-exempt-namespaces).
 func (c *Controller) podSecurityLevel(b workv1alpha1.Binding) string {
-	if b.BindingSpec().PolicyRef.Kind != kindPropagationPolicy {
+	ns := b.BindingSpec().Resource.Namespace
+	if ns == "" || slices.Contains(c.PodSecurityExemptNamespaces, ns) {
 		return ""
 	}
 	if c.PodSecurityLevel == "" {

@@ -108,7 +108,7 @@ func newTenancyHarness(t *testing.T, objs ...client.Object) *tenancyHarness {
 	h := &tenancyHarness{recorder: events.NewFakeRecorder(20)}
 	h.client = fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).
 		WithStatusSubresource(&workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}).Build()
-	h.ctrl = &Controller{Client: h.client, Reader: h.client, Recorder: h.recorder}
+	h.ctrl = &Controller{Client: h.client, Reader: h.client, Recorder: h.recorder, PodSecurityExemptNamespaces: []string{"kube-system"}}
 	return h
 }
 
@@ -183,9 +183,10 @@ func TestReconcileRefusesForgedBindings(t *testing.T) {
 	}
 }
 
-// A namespaced policy's workload is checked against the Pod Security level before its Work is
-// written, and its Work carries the level for the member namespace; the platform's
-// ClusterPropagationPolicy placements are not checked.
+// A namespaced template's workload is checked against the Pod Security level before its Work
+// is written, whichever policy places it (a tenant can label a template so that a broad
+// ClusterPropagationPolicy selects it), and its Work carries the level for the member
+// namespace; templates in the platform's exempt namespaces are not checked.
 func TestReconcileChecksPodSecurityOfNamespacedPlacements(t *testing.T) {
 	east := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}}
 	cpp := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "platform"},
@@ -199,11 +200,16 @@ func TestReconcileChecksPodSecurityOfNamespacedPlacements(t *testing.T) {
 	}{
 		{"ordinary, namespaced policy", false, ppTeamA, true, "baseline"},
 		{"privileged, namespaced policy", true, ppTeamA, false, ""},
-		{"privileged, cluster policy", true, cppPlatform, true, ""},
+		{"privileged, cluster policy", true, cppPlatform, false, ""},
+		{"privileged in an exempt namespace, cluster policy", true, cppPlatform, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := resourceBinding("team-a", deploymentRef, tc.policy, "east")
-			h := newTenancyHarness(t, b, east, cpp, propagationPolicy("team-a", "pp"), deployment("team-a", "web", tc.privileged))
+			ns, ref := "team-a", deploymentRef
+			if strings.Contains(tc.name, "exempt") {
+				ns, ref.Namespace = "kube-system", "kube-system"
+			}
+			b := resourceBinding(ns, ref, tc.policy, "east")
+			h := newTenancyHarness(t, b, east, cpp, propagationPolicy("team-a", "pp"), deployment(ns, "web", tc.privileged))
 			err, got, works := h.reconcile(t, b)
 			if err != nil {
 				t.Fatalf("Reconcile: %v", err)
@@ -213,7 +219,7 @@ func TestReconcileChecksPodSecurityOfNamespacedPlacements(t *testing.T) {
 					t.Fatalf("%d Works written, want none", len(works))
 				}
 				applied := meta.FindStatusCondition(got.BindingStatus().Conditions, workv1alpha1.ConditionApplied)
-				for _, want := range []string{"cluster east", "Deployment team-a/web", `level "baseline"`, "hostPID", "privileged"} {
+				for _, want := range []string{"cluster east", "Deployment " + ns + "/web", `level "baseline"`, "hostPID", "privileged"} {
 					if applied == nil || !strings.Contains(applied.Message, want) {
 						t.Errorf("Applied = %+v, want its message to contain %q", applied, want)
 					}

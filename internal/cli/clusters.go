@@ -64,6 +64,7 @@ func newJoinCommand(g *globals) *cobra.Command {
 	fs.StringArrayVarP(&labels, "label", "l", nil, "label of the Cluster as key=value; repeatable")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace the endpoint, credentials and labels of an already joined cluster")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "how long to wait for the member to answer")
+	fs.StringSliceVar(&o.AllowExecPlugins, "allow-exec-plugin", nil, "exec credential plugin (command name) the kubeconfig may use; refused by default, since it runs on the controller-manager's host (the controller-manager needs the same --allow-exec-plugin)")
 	return cmd
 }
 

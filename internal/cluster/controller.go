@@ -46,6 +46,9 @@ type Reconciler struct {
 	Cache    *clustercache.Cache
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// AllowExecPlugins names the exec credential plugins the platform allows in member
+	// kubeconfigs (--allow-exec-plugin); none by default.
+	AllowExecPlugins []string
 }
 
 // SetupWithManager registers the controller: Clusters, their credentials Secrets, and the
@@ -161,6 +164,13 @@ func (r *Reconciler) connect(ctx context.Context, cl *clusterv1alpha1.Cluster) e
 	data := secret.Data[clusterv1alpha1.CredentialsSecretKey]
 	if len(data) == 0 {
 		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s has no %q key holding a kubeconfig", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey)
+	}
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey, err)
+	}
+	if err := kube.CheckMemberCredentials(kc, r.AllowExecPlugins); err != nil {
+		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: kubeconfig %w", ref.Namespace, ref.Name, err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {

@@ -533,10 +533,10 @@ func (f *LocalFleet) startEtcd(ctx context.Context) error {
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
 		"--initial-cluster=flotilla="+peer,
-		"--cert-file="+pk.path(serverCert), "--key-file="+pk.path(serverKey),
-		"--client-cert-auth", "--trusted-ca-file="+pk.path(caCert),
-		"--peer-cert-file="+pk.path(serverCert), "--peer-key-file="+pk.path(serverKey),
-		"--peer-client-cert-auth", "--peer-trusted-ca-file="+pk.path(caCert),
+		"--cert-file="+pk.path(etcdServerCert), "--key-file="+pk.path(etcdServerKey),
+		"--client-cert-auth", "--trusted-ca-file="+pk.path(etcdCACert),
+		"--peer-cert-file="+pk.path(etcdServerCert), "--peer-key-file="+pk.path(etcdServerKey),
+		"--peer-client-cert-auth", "--peer-trusted-ca-file="+pk.path(etcdCACert),
 		"--quota-backend-bytes="+strconv.Itoa(8<<30),
 		"--auto-compaction-mode=periodic", "--auto-compaction-retention=5m",
 		"--unsafe-no-fsync", "--log-level=warn",
@@ -544,7 +544,7 @@ func (f *LocalFleet) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	etcdClient, err := f.tlsClient(etcdClientCert, etcdClientKey)
+	etcdClient, err := f.tlsClient(etcdClientCert, etcdClientKey, etcdCACert)
 	if err != nil {
 		return err
 	}
@@ -581,7 +581,7 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 		issuer := fmt.Sprintf("https://%s.flotilla.local", cluster)
 		err := p.start(
 			fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", f.state.Ports.EtcdClient),
-			"--etcd-cafile="+pk.path(caCert), "--etcd-certfile="+pk.path(etcdClientCert), "--etcd-keyfile="+pk.path(etcdClientKey),
+			"--etcd-cafile="+pk.path(etcdCACert), "--etcd-certfile="+pk.path(etcdClientCert), "--etcd-keyfile="+pk.path(etcdClientKey),
 			"--etcd-prefix=/"+cluster,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 			fmt.Sprintf("--secure-port=%d", f.apiserverPort(cluster)),
@@ -625,17 +625,17 @@ func (f *LocalFleet) waitAPIServer(ctx context.Context, cluster string, timeout 
 }
 
 func (f *LocalFleet) adminHTTPClient() (*http.Client, error) {
-	return f.tlsClient(adminCert, adminKey)
+	return f.tlsClient(adminCert, adminKey, caCert)
 }
 
-// tlsClient is an HTTPS client of the fleet's CA presenting the given client certificate.
-func (f *LocalFleet) tlsClient(certFile, keyFile string) (*http.Client, error) {
+// tlsClient is an HTTPS client trusting caFile and presenting the given client certificate.
+func (f *LocalFleet) tlsClient(certFile, keyFile, caFile string) (*http.Client, error) {
 	pk := f.pki()
 	cert, err := tls.LoadX509KeyPair(pk.path(certFile), pk.path(keyFile))
 	if err != nil {
 		return nil, err
 	}
-	caPEM, err := os.ReadFile(pk.path(caCert))
+	caPEM, err := os.ReadFile(pk.path(caFile))
 	if err != nil {
 		return nil, err
 	}

@@ -24,14 +24,18 @@ type pki struct{ dir string }
 func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
 
 const (
-	caCert, caKey                   = "ca.crt", "ca.key"
-	frontProxyCACert                = "front-proxy-ca.crt"
-	frontProxyClientCert            = "front-proxy-client.crt"
-	frontProxyClientKey             = "front-proxy-client.key"
-	serverCert, serverKey           = "server.crt", "server.key"
-	adminCert, adminKey             = "admin.crt", "admin.key"
-	managerCert, managerKey         = "manager.crt", "manager.key"
-	etcdClientCert, etcdClientKey   = "etcd-client.crt", "etcd-client.key"
+	caCert, caKey           = "ca.crt", "ca.key"
+	frontProxyCACert        = "front-proxy-ca.crt"
+	frontProxyClientCert    = "front-proxy-client.crt"
+	frontProxyClientKey     = "front-proxy-client.key"
+	serverCert, serverKey   = "server.crt", "server.key"
+	adminCert, adminKey     = "admin.crt", "admin.key"
+	managerCert, managerKey = "manager.crt", "manager.key"
+	// etcd has a CA of its own: it accepts any certificate its CA signed, so one shared with
+	// user certificates (UserKubeconfig) would let every user read etcd.
+	etcdCACert, etcdCAKey           = "etcd-ca.crt", "etcd-ca.key"
+	etcdServerCert, etcdServerKey   = "etcd-server.crt", "etcd-server.key"
+	etcdClientCert, etcdClientKey   = "etcd-apiserver-client.crt", "etcd-apiserver-client.key"
 	serviceAccountKey, serviceAcPub = "sa.key", "sa.pub"
 	pkiDoneMarker                   = "complete"
 )
@@ -55,7 +59,36 @@ func (p pki) ensureIdentities() error {
 	if err := p.issueClient(managerCert, managerKey, "system:flotilla:controller-manager", nil); err != nil {
 		return err
 	}
-	return p.issueClient(etcdClientCert, etcdClientKey, "kube-apiserver-etcd-client", nil)
+	return p.ensureEtcd()
+}
+
+// ensureEtcd writes etcd's own CA, its serving (and peer) certificate and the apiservers'
+// client certificate, once.
+func (p pki) ensureEtcd() error {
+	if _, err := os.Stat(p.path(etcdClientCert)); err == nil {
+		return nil
+	}
+	ca, signer, err := newCA("flotilla-local-etcd-ca")
+	if err != nil {
+		return err
+	}
+	if err := p.writeCert(etcdCACert, ca, etcdCAKey, signer); err != nil {
+		return err
+	}
+	server := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "flotilla-local-etcd"},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	if err := p.issue(etcdServerCert, etcdServerKey, server, ca, signer); err != nil {
+		return err
+	}
+	client := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	return p.issue(etcdClientCert, etcdClientKey, client, ca, signer)
 }
 
 // ensureCA writes the CAs and the shared serving, admin and front-proxy certificates.

@@ -43,9 +43,13 @@ type Options struct {
 	// PodSecurityLevel is what workloads placed by namespaced PropagationPolicies must meet and
 	// what member namespaces Flotilla creates for them enforce.
 	PodSecurityLevel string
-	LeaderElection   bool
-	LeaderElectionID string
-	Probe            clustercache.Options
+	// AllowExecPlugins names the exec credential plugins member kubeconfigs may use.
+	AllowExecPlugins []string
+	// PodSecurityExemptNamespaces are control-plane namespaces whose templates are not checked.
+	PodSecurityExemptNamespaces []string
+	LeaderElection              bool
+	LeaderElectionID            string
+	Probe                       clustercache.Options
 	// KubeAPIQPS and KubeAPIBurst limit the control-plane client.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
@@ -141,9 +145,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("setting up the customization controller: %w", err)
 	}
 	if err := (&cluster.Reconciler{
-		Client:   mgr.GetClient(),
-		Cache:    members,
-		Recorder: mgr.GetEventRecorder("flotilla-cluster-controller"),
+		Client:           mgr.GetClient(),
+		Cache:            members,
+		Recorder:         mgr.GetEventRecorder("flotilla-cluster-controller"),
+		AllowExecPlugins: o.AllowExecPlugins,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
@@ -154,7 +159,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
 	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-binding"),
-		PodSecurityLevel: o.PodSecurityLevel}).SetupWithManager(mgr); err != nil {
+		PodSecurityLevel: o.PodSecurityLevel, PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
 	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members, Interpreters: interpreters,

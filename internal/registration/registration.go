@@ -48,6 +48,9 @@ type JoinOptions struct {
 	Overwrite bool
 	// Timeout bounds contacting the member; 10s when zero.
 	Timeout time.Duration
+	// AllowExecPlugins names the exec credential plugins (command base names) the platform
+	// allows in member kubeconfigs; none by default.
+	AllowExecPlugins []string
 }
 
 // Join validates the member and then writes its credentials Secret and Cluster. When it fails,
@@ -156,6 +159,11 @@ func memberCredentials(o JoinOptions) ([]byte, *rest.Config, error) {
 	}
 	if err := clientcmdapi.FlattenConfig(kc); err != nil {
 		return nil, nil, fmt.Errorf("kubeconfig context %q: reading its certificate files: %w", kc.CurrentContext, err)
+	}
+	// Before anything contacts the member: an exec plugin would run right here, and later in
+	// the controller-manager.
+	if err := kube.CheckMemberCredentials(kc, o.AllowExecPlugins); err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {

@@ -246,7 +246,7 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if rel.Spec.Abort {
 		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
 	}
-	if problems := c.validate(ctx, rel, waves); len(problems) > 0 {
+	if problems := c.validate(ctx, rel, waves, s.binding.BindingSpec().PolicyRef.Kind == "ClusterPropagationPolicy"); len(problems) > 0 {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
 			Message: strings.Join(problems, "; "), ObservedGeneration: rel.Generation})
 		if blocking(problems) {
@@ -545,7 +545,9 @@ func allClusters(waves []Wave) []string {
 
 // validate reports what keeps the strategy from running: unknown analysis templates block,
 // a wave selecting no cluster is reported and passed over.
-func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release, waves []Wave) []string {
+// validate lists what keeps the release from running. platform: the strategy comes from a
+// ClusterPropagationPolicy, whose gates must not depend on what a namespace's users write.
+func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release, waves []Wave, platform bool) []string {
 	var problems []string
 	if err := rel.Spec.Strategy.Validate("spec.strategy"); err != nil {
 		problems = append(problems, "blocking: "+err.Error())
@@ -555,6 +557,11 @@ func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release,
 			return
 		}
 		for j, t := range gate.Templates {
+			if platform && !t.ClusterScope {
+				problems = append(problems, fmt.Sprintf("blocking: %s.templates[%d]: a ClusterPropagationPolicy's analysis runs ClusterAnalysisTemplates only (set clusterScope: true); AnalysisTemplate %s of namespace %s is written by that namespace's users, who could make the platform's gate pass",
+					field, j, t.TemplateName, rel.Namespace))
+				continue
+			}
 			spec, err := c.template(ctx, rel.Namespace, t)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("blocking: %s.templates[%d].templateName: %v", field, j, err))
@@ -568,6 +575,11 @@ func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release,
 	}
 	for i := range rel.Spec.Strategy.Waves {
 		check(fmt.Sprintf("spec.strategy.waves[%d].gates.analysis", i), rel.Spec.Strategy.Waves[i].Gates.Analysis)
+		if platform {
+			for k, st := range rel.Spec.Strategy.Waves[i].Steps {
+				check(fmt.Sprintf("spec.strategy.waves[%d].steps[%d].analysis", i, k), st.Analysis)
+			}
+		}
 	}
 	check("spec.strategy.backgroundAnalysis", rel.Spec.Strategy.BackgroundAnalysis)
 	for i, w := range waves {
@@ -695,10 +707,13 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 		return "", err
 	}
 	// The run records where each metric came from: a namespace's templates get the tenant's
-	// egress and Pod Security rules, ClusterAnalysisTemplates the platform's.
+	// egress and Pod Security rules, ClusterAnalysisTemplates the platform's, but only when a
+	// ClusterPropagationPolicy's gate runs them: a namespaced policy's gate sets the args, and
+	// a tenant's args must not steer a platform template's URL or Job past the tenant's rules.
+	platformGate := s.binding.BindingSpec().PolicyRef.Kind == "ClusterPropagationPolicy"
 	from := make([]analysis.Template, len(specs))
 	for i := range specs {
-		from[i] = analysis.Template{Name: gate.Templates[i].TemplateName, ClusterScope: gate.Templates[i].ClusterScope, Spec: specs[i]}
+		from[i] = analysis.Template{Name: gate.Templates[i].TemplateName, ClusterScope: gate.Templates[i].ClusterScope && platformGate, Spec: specs[i]}
 	}
 	run, err = analysis.NewRunFrom(rel.Namespace, name, from, args, clusters)
 	if err != nil {

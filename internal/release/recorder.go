@@ -204,7 +204,7 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 func (r *Recorder) startRelease(ctx context.Context, b workv1alpha1.Binding, policy *policyv1alpha1.PropagationSpec, next, stable int64) error {
 	bs := b.BindingSpec()
 	rel := &rolloutv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: map[string]string{BindingLabel: bindingHash(b)}},
+		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: map[string]string{BindingLabel: bindingHash(b), PolicyKindLabel: bs.PolicyRef.Kind}},
 		Spec: rolloutv1alpha1.ReleaseSpec{
 			Binding:        rolloutv1alpha1.BindingReference{Kind: bindingKind(b), Name: b.GetName()},
 			Resource:       rolloutv1alpha1.ResourceReference{APIVersion: bs.Resource.APIVersion, Kind: bs.Resource.Kind, Namespace: bs.Resource.Namespace, Name: bs.Resource.Name},

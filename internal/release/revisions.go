@@ -26,6 +26,9 @@ const (
 	// BindingLabel holds a short hash of the binding's kind, namespace and name: binding names
 	// can be longer than a label value.
 	BindingLabel = "rollout.flotilla.dev/binding"
+	// PolicyKindLabel on a Release is the kind of policy whose rollout it runs: the admission
+	// policy lets only those who may update ClusterPropagationPolicies steer the platform's.
+	PolicyKindLabel = "rollout.flotilla.dev/policy-kind"
 	// RevisionHashAnnotation is the workload hash a revision was recorded for.
 	RevisionHashAnnotation = "rollout.flotilla.dev/revision-hash"
 )

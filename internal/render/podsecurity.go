@@ -95,6 +95,6 @@ func CheckPodSecurity(obj *unstructured.Unstructured, level string) error {
 			failed[i] += " (" + d + ")"
 		}
 	}
-	return fmt.Errorf("%s %s violates Pod Security level %q: %s; a namespace's workloads must meet the level the platform sets (the controller-manager's --pod-security-level): remove these settings from the pod template, or have a cluster admin place it with a ClusterPropagationPolicy",
+	return fmt.Errorf("%s %s violates Pod Security level %q: %s; a namespace's workloads must meet the level the platform sets (the controller-manager's --pod-security-level): remove these settings from the pod template, or have the platform list the namespace in --pod-security-exempt-namespaces",
 		obj.GetKind(), objectRef(obj), l, strings.Join(failed, "; "))
 }

@@ -91,7 +91,7 @@ func TestCheckPodSecurityPerKind(t *testing.T) {
 				if err == nil {
 					t.Fatalf("CheckPodSecurity = nil, want a violation of %q", tc.level)
 				}
-				for _, want := range append(tc.wantChecks, k.kind+" team-a/w", `level "`+tc.level+`"`, "ClusterPropagationPolicy") {
+				for _, want := range append(tc.wantChecks, k.kind+" team-a/w", `level "`+tc.level+`"`, "--pod-security-exempt-namespaces") {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("error %q does not contain %q", err, want)
 					}

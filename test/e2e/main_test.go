@@ -124,6 +124,8 @@ func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet) (*loc
 			// Far beyond any test's wait: a CRD installed in a member must become usable
 			// through the member's CRD watch, not through the periodic re-read.
 			"--discovery-interval=10m",
+			// The platform's own namespace in the tests: its templates skip the Pod Security check.
+			"--pod-security-exempt-namespaces=tw-platform",
 		}},
 	})
 	if err != nil {

@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"net/http"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,6 +39,17 @@ func teamNamespace(t *testing.T, ns, user, group string) client.Client {
 		t.Fatal(err)
 	}
 	return userClient(t, "", user, group)
+}
+
+// withoutConflict runs a read-modify-write until it is not refused for a stale read: the
+// controllers write the same objects all the time.
+func withoutConflict(update func() error) error {
+	for {
+		if err := update(); !apierrors.IsConflict(err) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func forbidden(g gomega.Gomega, err error, says string) {
@@ -111,15 +121,23 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 	g.Eventually(func() string { return memberImage(t, "west", "team-a", "web") }).Should(gomega.Equal("registry.example/web:2"))
 
 	// Changing what a release does, rather than steering it, is refused: to her and to the admin.
-	for who, c := range map[string]client.Client{"alice": alice, "admin": cp} {
-		rel := &rolloutv1alpha1.Release{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment-r2"}, rel)).To(gomega.Succeed())
-		rel.Spec.Revision = 1
-		forbidden(g, c.Update(ctx, rel), "a release's spec is Flotilla's except paused")
-		b := &workv1alpha1.ResourceBinding{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b)).To(gomega.Succeed(), who)
-		b.Spec.Clusters = append(b.Spec.Clusters, workv1alpha1.TargetCluster{Name: "europe", Replicas: 1})
-		forbidden(g, c.Update(ctx, b), "a binding's spec is Flotilla's except spec.suspend and spec.unmanagedClusters")
+	for _, c := range []client.Client{alice, cp} {
+		forbidden(g, withoutConflict(func() error {
+			rel := &rolloutv1alpha1.Release{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment-r2"}, rel); err != nil {
+				return err
+			}
+			rel.Spec.Revision = 1
+			return c.Update(ctx, rel)
+		}), "a release's spec is Flotilla's except paused")
+		forbidden(g, withoutConflict(func() error {
+			b := &workv1alpha1.ResourceBinding{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b); err != nil {
+				return err
+			}
+			b.Spec.Clusters = append(b.Spec.Clusters, workv1alpha1.TargetCluster{Name: "europe", Replicas: 1})
+			return c.Update(ctx, b)
+		}), "a binding's spec is Flotilla's except spec.suspend and spec.unmanagedClusters")
 	}
 	// Suspending is a switch: allowed.
 	g.Eventually(func() error {
@@ -157,11 +175,15 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 	run := &rolloutv1alpha1.AnalysisRun{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "team-a"},
 		Spec: rolloutv1alpha1.AnalysisRunSpec{Metrics: []rolloutv1alpha1.Metric{{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: "https://example.com"}}}}}}
 	forbidden(g, cp.Create(ctx, run), "analysisruns are written by Flotilla alone")
-	b := &workv1alpha1.ResourceBinding{}
-	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b)).To(gomega.Succeed())
-	b.Status.Health = workv1alpha1.HealthHealthy
-	b.Status.Clusters = nil
-	forbidden(g, cp.Status().Update(ctx, b), "resourcebindings status are written by Flotilla alone")
+	forbidden(g, withoutConflict(func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b); err != nil {
+			return err
+		}
+		b.Status.Health = workv1alpha1.HealthHealthy
+		b.Status.Clusters = nil
+		return cp.Status().Update(ctx, b)
+	}), "resourcebindings status are written by Flotilla alone")
 	revision := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-deployment-r3", Namespace: "team-a"},
 		Data: runtime.RawExtension{Raw: []byte(`{}`)}, Revision: 3}
 	forbidden(g, cp.Create(ctx, revision), "written by Flotilla alone")
@@ -182,14 +204,111 @@ func TestEtcdRequiresClientCertificates(t *testing.T) {
 	_, err := plain.Get("http" + url[len("https"):] + "/v3/kv/range")
 	g.Expect(err).To(gomega.HaveOccurred(), "plain HTTP must not be served")
 
-	caPEM, err := os.ReadFile(filepath.Join(fleet.StateDir(), "pki", "ca.crt"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	noCert := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	// The server is not verified here: only what etcd demands of its clients is under test.
+	noCert := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} // #nosec G402
 	resp, err := noCert.Post(url+"/v3/kv/range", "application/json", nil)
 	if err == nil {
 		resp.Body.Close()
 	}
 	g.Expect(err).To(gomega.HaveOccurred(), "TLS without a client certificate must be refused")
+
+	// A user certificate of the fleet's CA (what `flotilla kubeconfig --user` hands a tenant)
+	// is no etcd credential: etcd trusts a CA of its own.
+	path, err := fleet.UserKubeconfig("", "mallory", "team-a-devs")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	userCert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	asUser := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		Certificates: []tls.Certificate{userCert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} // #nosec G402 -- only the client side is under test
+	resp, err = asUser.Post(url+"/v3/kv/range", "application/json", strings.NewReader(`{"key":"AA=="}`))
+	if err == nil {
+		resp.Body.Close()
+	}
+	g.Expect(err).To(gomega.HaveOccurred(), "a user's certificate must not open etcd")
+}
+
+// Given a platform ClusterPropagationPolicy whose rollout gates a tenant's Deployment, when the
+// tenant tries the release switches, then they are refused (only those who may update
+// ClusterPropagationPolicies steer the platform's releases) while a cluster admin's promote
+// works; and a platform gate naming a namespace's AnalysisTemplate holds the release, since that
+// namespace's users could make the platform's gate pass.
+func TestTenantCannotPassThePlatformsGates(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	carol := teamNamespace(t, "team-c", "carol", "team-c-devs")
+	web := webDeployment("team-c", 1)
+	web.Labels["platform-gated"] = "true"
+	cpp := &policyv1alpha1.ClusterPropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "platform-gated"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment",
+				LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"platform-gated": "true"}}}},
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "west"}}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "first", ClusterNames: []string{"east"}, Gates: policyv1alpha1.Gates{ManualApproval: true}},
+				{Name: "second", ClusterNames: []string{"west"}},
+			}},
+		},
+	}
+	createAll(t, g, cpp)
+	g.Expect(carol.Create(ctx, web)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = cp.Delete(context.Background(), web) })
+	g.Eventually(func() int32 { return memberReplicas(t, "west", "team-c", "web") }).Should(gomega.Equal(int32(1)))
+	g.Eventually(func() error {
+		cur := &appsv1.Deployment{}
+		if err := carol.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].Image = "registry.example/web:2"
+		return carol.Update(ctx, cur)
+	}).Should(gomega.Succeed())
+	const rel = "web-deployment-r2"
+	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase("team-c", rel, 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+
+	promote := func(c client.Client) error {
+		r := &rolloutv1alpha1.Release{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "team-c", Name: rel}, r); err != nil {
+			return err
+		}
+		r.Spec.PromoteFull = true
+		return c.Update(ctx, r)
+	}
+	forbidden(g, withoutConflict(func() error { return promote(carol) }), "only those who may update ClusterPropagationPolicies use its switches")
+	forbidden(g, withoutConflict(func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := carol.Get(ctx, client.ObjectKey{Namespace: "team-c", Name: "web-deployment"}, b); err != nil {
+			return err
+		}
+		b.Spec.Suspend = &workv1alpha1.Suspension{Dispatching: true}
+		return carol.Update(ctx, b)
+	}), "only those who may update ClusterPropagationPolicies use its switches")
+	g.Consistently(func() string { return memberImage(t, "west", "team-c", "web") }).WithTimeout(2 * time.Second).Should(gomega.Equal("registry.example/web:1"))
+	g.Eventually(func() error { return promote(cp) }).Should(gomega.Succeed())
+	g.Eventually(func() string { return memberImage(t, "west", "team-c", "web") }).Should(gomega.Equal("registry.example/web:2"))
+
+	// A platform gate naming a namespace's AnalysisTemplate holds the next release.
+	g.Eventually(func() error {
+		cur := &policyv1alpha1.ClusterPropagationPolicy{}
+		if err := cp.Get(ctx, client.ObjectKeyFromObject(cpp), cur); err != nil {
+			return err
+		}
+		cur.Spec.Rollout.Waves[0].Gates = policyv1alpha1.Gates{Analysis: &policyv1alpha1.AnalysisGate{Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: "always-passes"}}}}
+		return cp.Update(ctx, cur)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() error {
+		cur := &appsv1.Deployment{}
+		if err := carol.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].Image = "registry.example/web:3"
+		return carol.Update(ctx, cur)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() string {
+		if r := getRelease("team-c", "web-deployment-r3"); r != nil {
+			return r.Status.Message
+		}
+		return ""
+	}).Should(gomega.ContainSubstring("a ClusterPropagationPolicy's analysis runs ClusterAnalysisTemplates only"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
@@ -147,8 +149,9 @@ func TestOverridesCannotChangeIdentity(t *testing.T) {
 // Given a tenant's privileged Deployment (host PID and network, SYS_ADMIN, the node's root
 // mounted), when her namespaced PropagationPolicy places it, then its binding reports the Pod
 // Security violation naming the cluster, the level and the checks, and no Work carries it to a
-// member; when a cluster admin places the same Deployment with a ClusterPropagationPolicy, it
-// reaches the member, since platform placements are the platform's to judge.
+// member; when a broad ClusterPropagationPolicy selects it instead, it is still refused, since
+// the namespace is hers; the platform's own privileged Deployment in a namespace the platform
+// exempts (--pod-security-exempt-namespaces) reaches the member.
 func TestPrivilegedWorkloadsOfANamespaceStayOutOfMembers(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
@@ -171,23 +174,39 @@ func TestPrivilegedWorkloadsOfANamespaceStayOutOfMembers(t *testing.T) {
 		gomega.ContainSubstring("hostNetwork=true, hostPID=true"),
 		gomega.ContainSubstring("SYS_ADMIN"),
 		gomega.ContainSubstring("hostPath volumes"),
-		gomega.ContainSubstring("ClusterPropagationPolicy")))
+		gomega.ContainSubstring("--pod-security-exempt-namespaces")))
 	// and no Work was written for it, so no member has it.
 	works := &workv1alpha1.WorkList{}
 	g.Expect(cp.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingNamespaceLabel: "tw-alice", workv1alpha1.BindingNameLabel: bindingName})).To(gomega.Succeed())
 	g.Expect(works.Items).To(gomega.BeEmpty())
 	g.Expect(memberHas(t, "east", "tw-alice", "priv")).To(gomega.BeFalse())
 
-	// When a cluster admin places the same Deployment with a ClusterPropagationPolicy,
+	// When a platform ClusterPropagationPolicy of higher priority selects it instead,
+	broad := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tw-broad"},
+		Spec: placeOnEast(policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "tw-alice", Name: "priv"})}
+	broad.Spec.Priority = ptr.To[int32](100)
+	g.Expect(cp.Create(ctx, broad)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = cp.Delete(context.Background(), broad) })
+	g.Eventually(func() string {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: "tw-alice", Name: bindingName}, b); err != nil {
+			return ""
+		}
+		return b.Spec.PolicyRef.Kind
+	}).Should(gomega.Equal("ClusterPropagationPolicy"))
+	// it is still refused and nothing reaches the member;
+	g.Consistently(func() bool { return memberHas(t, "east", "tw-alice", "priv") }).WithTimeout(3 * time.Second).Should(gomega.BeFalse())
+	g.Expect(bindingApplied("tw-alice", bindingName)).To(gomega.ContainSubstring(`Pod Security level "baseline"`))
+
+	// the platform's own privileged Deployment in an exempt namespace reaches the member.
 	ensureNamespace(t, cp, "tw-platform")
-	platformPriv := privilegedDeployment("tw-platform", "priv")
+	platformPriv := privilegedDeployment("tw-platform", "tw-priv")
 	cpp := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tw-platform-priv"},
-		Spec: placeOnEast(policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "tw-platform", Name: "priv"})}
+		Spec: placeOnEast(policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "tw-platform", Name: "tw-priv"})}
 	g.Expect(cp.Create(ctx, cpp)).To(gomega.Succeed())
 	g.Expect(cp.Create(ctx, platformPriv)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = cp.Delete(context.Background(), platformPriv); _ = cp.Delete(context.Background(), cpp) })
-	// then it reaches the member.
-	g.Eventually(func() bool { return memberHas(t, "east", "tw-platform", "priv") }).Should(gomega.BeTrue())
+	g.Eventually(func() bool { return memberHas(t, "east", "tw-platform", "tw-priv") }).Should(gomega.BeTrue())
 }
 
 // Given a tenant's ordinary Deployment placed by her namespaced PropagationPolicy, then it

@@ -97,8 +97,10 @@ type ClusterSpec struct {
 	Endpoint string `json:"endpoint"`
 
 	// credentialsSecretRef names the Secret whose `kubeconfig` key holds the credentials for the
-	// member. `flotilla join` writes it.
+	// member, in Flotilla's system namespace flotilla-system (where only the platform writes).
+	// `flotilla join` writes it.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self.namespace == 'flotilla-system'",message="spec.credentialsSecretRef.namespace: member credentials live in flotilla-system, where only the platform writes; a Secret elsewhere could be written by a namespace's users (flotilla join stores it there)"
 	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
 
 	// syncMode is how objects reach the member: Push (the controller-manager applies them).
