@@ -43,6 +43,7 @@ func newJoinCommand(g *globals) *cobra.Command {
 				return fmt.Errorf("--kubeconfig %s: not a valid kubeconfig: %w", memberKubeconfig, err)
 			}
 			o.Kubeconfig = kc
+			o.Warn = g.streams.ErrOut
 			if o.Labels, err = parseLabels(labels); err != nil {
 				return err
 			}

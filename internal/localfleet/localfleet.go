@@ -687,7 +687,13 @@ func (f *LocalFleet) startCluster(ctx context.Context, cluster string) error {
 	done := f.out.step(cluster + "-nodes")
 	err := f.ensureNodes(ctx, m)
 	done(err)
-	return err
+	if err != nil {
+		return err
+	}
+	if err := f.ensureAgent(ctx, cluster); err != nil {
+		return fmt.Errorf("granting Flotilla's agent identity in %s: %w", cluster, err)
+	}
+	return nil
 }
 
 func (f *LocalFleet) startOnce(name, tool string, args ...string) error {

@@ -18,7 +18,8 @@ import (
 func JoinLocalFleet(ctx context.Context, c client.Client, f *localfleet.LocalFleet, out io.Writer, timeout time.Duration) error {
 	start := time.Now()
 	for _, m := range f.Fleet().Members {
-		kc, err := clientcmd.LoadFromFile(f.Kubeconfig(m.Name))
+		// Flotilla's own identity in the member, not the fleet's admin certificate.
+		kc, err := clientcmd.LoadFromFile(f.AgentKubeconfig(m.Name))
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.Name, err)
 		}

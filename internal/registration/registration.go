@@ -11,11 +11,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sort"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,6 +53,8 @@ type JoinOptions struct {
 	// AllowExecPlugins names the exec credential plugins (command base names) the platform
 	// allows in member kubeconfigs; none by default.
 	AllowExecPlugins []string
+	// Warn receives warnings about the credentials (an admin identity); nil says nothing.
+	Warn io.Writer
 }
 
 // Join validates the member and then writes its credentials Secret and Cluster. When it fails,
@@ -66,7 +70,7 @@ func Join(ctx context.Context, c client.Client, o JoinOptions) (*clusterv1alpha1
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMember(ctx, o.Name, cfg, o.Timeout); err != nil {
+	if err := checkMember(ctx, o.Name, cfg, o.Timeout, o.Warn); err != nil {
 		return nil, err
 	}
 
@@ -180,7 +184,7 @@ func memberCredentials(o JoinOptions) ([]byte, *rest.Config, error) {
 }
 
 // checkMember proves the member answers and accepts the credentials before anything is written.
-func checkMember(ctx context.Context, name string, cfg *rest.Config, timeout time.Duration) error {
+func checkMember(ctx context.Context, name string, cfg *rest.Config, timeout time.Duration, warn io.Writer) error {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
@@ -197,6 +201,13 @@ func checkMember(ctx context.Context, name string, cfg *rest.Config, timeout tim
 	}
 	if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		return fmt.Errorf("cluster %q: the API server at %s refused the kubeconfig's credentials: %v; use credentials that may manage the cluster", name, cfg.Host, err)
+	}
+	if warn != nil {
+		// Checked, not refused: a platform may knowingly use an admin identity.
+		if r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil &&
+			slices.Contains(r.Status.UserInfo.Groups, "system:masters") {
+			fmt.Fprintf(warn, "warning: cluster %q: these credentials (%s) are in system:masters, which bypasses RBAC there; join with an identity of Flotilla's own bound to the flotilla:agent ClusterRole (README: Member credentials are data)\n", name, r.Status.UserInfo.Username)
+		}
 	}
 	return nil
 }

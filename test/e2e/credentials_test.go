@@ -8,16 +8,21 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
 // execKubeconfig is east's kubeconfig whose user runs a command to get credentials: the
@@ -79,4 +84,68 @@ func TestMemberCredentialsAreDataNotPrograms(t *testing.T) {
 	err = cp.Create(ctx, other)
 	g.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "want Invalid, got %v", err)
 	g.Expect(err.Error()).To(gomega.ContainSubstring("spec.credentialsSecretRef.namespace: member credentials live in flotilla-system"))
+}
+
+// Given the local fleet, when Flotilla's stored credentials for a member are used, then they are
+// the member's own agent identity, not system:masters, and open no other member.
+func TestMemberCredentialsAreOnePerMemberAndNotAdmin(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	secret := &corev1.Secret{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("east")}, secret)).To(gomega.Succeed())
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[clusterv1alpha1.CredentialsSecretKey])
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+
+	cs, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(review.Status.UserInfo.Username).To(gomega.Equal("system:flotilla:agent:east"))
+	g.Expect(review.Status.UserInfo.Groups).NotTo(gomega.ContainElement("system:masters"))
+	// It may not impersonate, so a propagated binding can grant nothing beyond its own role.
+	sar, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users"}}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(sar.Status.Allowed).To(gomega.BeFalse())
+
+	// The same certificate aimed at west opens nothing there.
+	westCfg, err := fleet.RESTConfig("west")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	cfg.Host = westCfg.Host
+	west, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	_, err = west.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	g.Expect(apierrors.IsForbidden(err)).To(gomega.BeTrue(), "east's credentials must not open west: %v", err)
+}
+
+// Given a member joined with its agent credentials, when they are rotated by joining again with
+// a new certificate, then the member stays Ready and delivery goes on with the new one.
+func TestMemberCredentialsRotateWithoutInterruption(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	before := &corev1.Secret{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("east")}, before)).To(gomega.Succeed())
+	// A second certificate for the same agent user: what a platform's rotation issues.
+	path, err := fleet.UserKubeconfig("east", "system:flotilla:agent:east", "rotation-1")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	m, _ := fleet.Fleet().Member("east")
+	args := []string{"join", "east", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", path, "--overwrite"}
+	for k, v := range m.Labels {
+		args = append(args, "--label", k+"="+v)
+	}
+	out, err := flotilla(args...)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	after := &corev1.Secret{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("east")}, after)).To(gomega.Succeed())
+	g.Expect(after.Data[clusterv1alpha1.CredentialsSecretKey]).NotTo(gomega.Equal(before.Data[clusterv1alpha1.CredentialsSecretKey]))
+	g.Consistently(func() metav1.ConditionStatus { return readyStatus(t, "east") }).WithTimeout(3 * time.Second).Should(gomega.Equal(metav1.ConditionTrue))
+
+	ns := "rotation"
+	ensureNamespace(t, cp, ns)
+	createAll(t, g, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
+		}}, webDeployment(ns, 1))
+	g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "web") }).Should(gomega.Equal(int32(1)))
 }

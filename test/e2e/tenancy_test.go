@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,6 +40,28 @@ func teamNamespace(t *testing.T, ns, user, group string) client.Client {
 		t.Fatal(err)
 	}
 	return userClient(t, "", user, group)
+}
+
+// releaseState describes a namespace's binding revisions and releases, for a failed wait.
+func releaseState(ns string) func() string {
+	return func() string {
+		ctx := context.Background()
+		out := ""
+		b := &workv1alpha1.ResourceBinding{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-deployment"}, b); err == nil {
+			out += fmt.Sprintf("binding policy %v revisions %+v status gen %d/%d\n", b.Spec.PolicyRef, b.Spec.Revisions, b.Status.ObservedGeneration, b.Generation)
+		}
+		rels := &rolloutv1alpha1.ReleaseList{}
+		_ = cp.List(ctx, rels, client.InNamespace(ns))
+		for _, r := range rels.Items {
+			out += fmt.Sprintf("release %s rev %d phase %s message %q waves %+v conditions %+v\n", r.Name, r.Spec.Revision, r.Status.Phase, r.Status.Message, r.Status.Waves, r.Status.Conditions)
+		}
+		d := &appsv1.Deployment{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err == nil {
+			out += "template image " + d.Spec.Template.Spec.Containers[0].Image + "\n"
+		}
+		return out
+	}
 }
 
 // withoutConflict runs a read-modify-write until it is not refused for a stale read: the
@@ -96,7 +119,7 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 		cur.Spec.Template.Spec.Containers[0].Image = "registry.example/web:2"
 		return alice.Update(ctx, cur)
 	}).Should(gomega.Succeed())
-	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase("team-a", "web-deployment-r2", 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase("team-a", "web-deployment-r2", 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval), releaseState("team-a"))
 
 	// The switches are hers: pause and resume, then promote.
 	for _, paused := range []bool{true, false} {
@@ -265,7 +288,7 @@ func TestTenantCannotPassThePlatformsGates(t *testing.T) {
 		return carol.Update(ctx, cur)
 	}).Should(gomega.Succeed())
 	const rel = "web-deployment-r2"
-	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase("team-c", rel, 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
+	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase("team-c", rel, 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval), releaseState("team-c"))
 
 	promote := func(c client.Client) error {
 		r := &rolloutv1alpha1.Release{}
