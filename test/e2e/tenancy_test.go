@@ -42,6 +42,18 @@ func teamNamespace(t *testing.T, ns, user, group string) client.Client {
 	return userClient(t, "", user, group)
 }
 
+// waitFirstRevision waits until the template's first revision is recorded: a change made
+// before that would be recorded as the first revision itself, and no release would follow.
+func waitFirstRevision(g gomega.Gomega, ns string) {
+	g.Eventually(func() int64 {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := cp.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web-deployment"}, b); err != nil || b.Spec.Revisions == nil {
+			return 0
+		}
+		return b.Spec.Revisions.Latest
+	}).Should(gomega.BeNumerically(">=", 1))
+}
+
 // releaseState describes a namespace's binding revisions and releases, for a failed wait.
 func releaseState(ns string) func() string {
 	return func() string {
@@ -110,6 +122,7 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 	g.Expect(alice.Create(ctx, web)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = cp.Delete(context.Background(), web); _ = cp.Delete(context.Background(), policy) })
 	g.Eventually(func() int32 { return memberReplicas(t, "east", "team-a", "web") }).Should(gomega.Equal(int32(2)))
+	waitFirstRevision(g, "team-a")
 
 	g.Eventually(func() error {
 		cur := &appsv1.Deployment{}
@@ -279,6 +292,7 @@ func TestTenantCannotPassThePlatformsGates(t *testing.T) {
 	g.Expect(carol.Create(ctx, web)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = cp.Delete(context.Background(), web) })
 	g.Eventually(func() int32 { return memberReplicas(t, "west", "team-c", "web") }).Should(gomega.Equal(int32(1)))
+	waitFirstRevision(g, "team-c")
 	g.Eventually(func() error {
 		cur := &appsv1.Deployment{}
 		if err := carol.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
