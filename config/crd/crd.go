@@ -3,24 +3,13 @@
 package crd
 
 import (
-	"bytes"
 	"embed"
-	"io/fs"
-	"sort"
+
+	"github.com/flotilla-dev/flotilla/config"
 )
 
 //go:embed bases/*.yaml
 var bases embed.FS
 
 // YAML returns every CRD as one multi-document YAML, in file-name order.
-func YAML() []byte {
-	names, _ := fs.Glob(bases, "bases/*.yaml")
-	sort.Strings(names)
-	var buf bytes.Buffer
-	for _, n := range names {
-		data, _ := bases.ReadFile(n)
-		buf.WriteString("---\n")
-		buf.Write(data)
-	}
-	return buf.Bytes()
-}
+func YAML() []byte { return config.JoinYAML(bases, "bases/*.yaml") }

@@ -6,28 +6,16 @@
 package security
 
 import (
-	"bytes"
 	"embed"
-	"io/fs"
-	"sort"
+
+	"github.com/flotilla-dev/flotilla/config"
 )
 
 //go:embed *.yaml
 var files embed.FS
 
 // YAML returns every object as one multi-document YAML, in file-name order.
-func YAML() []byte {
-	names, _ := fs.Glob(files, "*.yaml")
-	sort.Strings(names)
-	var buf bytes.Buffer
-	for _, n := range names {
-		data, _ := files.ReadFile(n)
-		buf.WriteString("---\n")
-		buf.Write(data)
-		buf.WriteString("\n")
-	}
-	return buf.Bytes()
-}
+func YAML() []byte { return config.JoinYAML(files, "*.yaml") }
 
 // ManagerUser is the user name of the controller-manager's certificate in the local fleet;
 // the admission policies let only it (and the in-cluster service account) write derived objects.

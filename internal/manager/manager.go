@@ -5,12 +5,15 @@
 package manager
 
 import (
+	"strings"
+
 	"context"
 	"fmt"
 	"github.com/flotilla-dev/flotilla/internal/customization"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,6 +107,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if _, err := render.ParsePodSecurityLevel(o.PodSecurityLevel); err != nil {
 		return fmt.Errorf("--pod-security-level: %w", err)
+	}
+	for _, ns := range o.PodSecurityExemptNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--pod-security-exempt-namespaces: %q is not a namespace name (%s)", ns, strings.Join(errs, "; "))
+		}
+	}
+	for _, p := range o.AllowExecPlugins {
+		if p == "" || strings.ContainsAny(p, "/ ") {
+			return fmt.Errorf("--allow-exec-plugin: %q: give the plugin's command name without a path, e.g. aws-iam-authenticator", p)
+		}
 	}
 	metricsOptions, err := o.metricsServerOptions()
 	if err != nil {

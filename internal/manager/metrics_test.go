@@ -57,3 +57,23 @@ func TestRunRejectsUnknownPodSecurityLevel(t *testing.T) {
 		t.Fatalf("error = %v, want it to name --pod-security-level", err)
 	}
 }
+
+func TestRunRejectsBadTenancyFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Options)
+		want string
+	}{
+		{"exempt namespace not a name", func(o *Options) { o.PodSecurityExemptNamespaces = []string{"Kube System"} }, "--pod-security-exempt-namespaces"},
+		{"exec plugin with a path", func(o *Options) { o.AllowExecPlugins = []string{"/bin/sh"} }, "--allow-exec-plugin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.set(&o)
+			err := Run(context.Background(), &rest.Config{}, o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to name %s", err, tc.want)
+			}
+		})
+	}
+}
