@@ -48,6 +48,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/execute"
@@ -144,6 +145,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&workv1alpha1.ResourceBinding{}).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
 		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(statusSettle)).
+		Watches(&rolloutv1alpha1.Release{}, handler.EnqueueRequestsFromMapFunc(releaseBinding), builder.WithPredicates(releasePhaseChanged)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		// Overrides select clusters by label.
@@ -434,7 +436,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	sort.Strings(interpretErrors)
-	if err := c.aggregate(ctx, b, tmpl, in, existing, renderErrors, interpretErrors); err != nil {
+	ro, err := c.rolloutOf(ctx, b, tmpl, in)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := c.aggregate(ctx, b, tmpl, in, ro, existing, renderErrors, interpretErrors); err != nil {
 		return ctrl.Result{}, err
 	}
 	after, err := c.failover(ctx, b, existing, tmpl.GetGeneration())
@@ -757,7 +763,7 @@ func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
 
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
-func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) error {
+func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) error {
 	bs := b.BindingSpec()
 	status := b.BindingStatus().DeepCopy()
 	status.ObservedGeneration = b.GetGeneration()
@@ -783,7 +789,8 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 				cs.Health = w.Status.Health
 			}
 			// The revision counts as running once the Work's current spec is applied.
-			if cs.Applied && applied.ObservedGeneration == w.Generation {
+			observed := cs.Applied && applied.ObservedGeneration == w.Generation
+			if observed {
 				cs.Revision, _ = strconv.ParseInt(w.Labels[workv1alpha1.RevisionLabel], 10, 64)
 				if _, ok := bs.Revisions.CanaryFor(t.Name); ok {
 					cs.CanaryHealth = workv1alpha1.HealthUnknown
@@ -808,7 +815,8 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			if w.Status.ManifestStatus != nil {
 				m := map[string]any{}
 				if json.Unmarshal(w.Status.ManifestStatus.Raw, &m) == nil {
-					members = append(members, interpret.MemberStatus{Cluster: t.Name, Status: m, Applied: cs.Applied, Health: cs.Health})
+					members = append(members, interpret.MemberStatus{Cluster: t.Name, Status: m, Applied: cs.Applied, Health: cs.Health,
+						Revision: cs.Revision, Observed: observed, Current: ro.current(b, cs, observed)})
 				}
 			}
 		}
@@ -902,6 +910,9 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			}
 		}
 	}
+	dropCondition(merged, detector.ConditionPropagated) // placed now: the detector's note is stale
+	withReleaseVerdict(merged, ro)
+	keepConditionTimes(merged, current)
 	withDriftedCondition(merged, current, drifted)
 	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
 		return nil
@@ -932,10 +943,9 @@ func truncateMessage(msg string) string {
 func withDriftedCondition(merged, current map[string]any, drifted []string) {
 	conds, _ := merged["conditions"].([]any)
 	var kept []any
-	var old map[string]any
+	old := findCondition(current, workv1alpha1.ConditionDrifted)
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == workv1alpha1.ConditionDrifted {
-			old = m
 			continue
 		}
 		kept = append(kept, c)

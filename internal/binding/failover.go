@@ -37,7 +37,7 @@ func (c *Controller) clusterState(ctx context.Context, b workv1alpha1.Binding, c
 			return
 		}
 	}
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	now := metav1.NewMicroTime(time.Now())
 	cs.DegradedSince = &now
 }
 
@@ -95,7 +95,9 @@ func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding, works
 				continue
 			}
 		case workv1alpha1.PurgeGraceful:
-			deadline := t.CreationTimestamp.Add(time.Duration(t.GracePeriodSeconds) * time.Second)
+			// creationTimestamp keeps whole seconds: the task began at most a second after it
+			// says, and its grace period is never cut short.
+			deadline := t.CreationTimestamp.Add(time.Duration(t.GracePeriodSeconds)*time.Second + time.Second)
 			if replacementsUp {
 				event(corev1.EventTypeNormal, "EvictionDone", "replacements for %s are available; its old placement goes", t.Cluster)
 				continue

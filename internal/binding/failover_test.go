@@ -38,6 +38,8 @@ const templateGeneration = 3
 
 func ago(d time.Duration) metav1.Time { return metav1.NewTime(time.Now().Add(-d)) }
 
+func microAgo(d time.Duration) metav1.MicroTime { return metav1.NewMicroTime(time.Now().Add(-d)) }
+
 func near(got, want time.Duration) bool { return got > want-slack && got <= want+slack }
 
 type harness struct {
@@ -144,7 +146,7 @@ func healthy(name string) workv1alpha1.ClusterStatus {
 }
 
 func degradedFor(name string, d time.Duration) workv1alpha1.ClusterStatus {
-	since := ago(d)
+	since := microAgo(d)
 	return workv1alpha1.ClusterStatus{Cluster: name, Applied: true, Health: workv1alpha1.HealthDegraded, DegradedSince: &since, Message: "CrashLoopBackOff"}
 }
 
@@ -635,12 +637,12 @@ func TestFailoverEmitsNoEventsWhenTheWriteFails(t *testing.T) {
 // clusterState says what the cluster itself adds to a cluster's status: lost while it is not
 // Ready, suspended, and since when the workload is Degraded there (the toleration's start).
 func TestClusterState(t *testing.T) {
-	earlier := ago(10 * time.Minute)
+	earlier := microAgo(10 * time.Minute)
 	tests := []struct {
 		name          string
 		cluster       *clusterv1alpha1.Cluster
 		suspend       *workv1alpha1.Suspension
-		old           *metav1.Time // DegradedSince of the previous status
+		old           *metav1.MicroTime // DegradedSince of the previous status
 		health        workv1alpha1.Health
 		wantLost      bool
 		wantHealth    workv1alpha1.Health

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
@@ -167,6 +168,9 @@ func describeBinding(ctx context.Context, c client.Client, out io.Writer, bindin
 	}
 	for _, f := range b.Spec.FailedClusters {
 		fmt.Fprintf(out, "Failed over from %s at %s: %s\n", f.Cluster, f.Time.UTC().Format(time.RFC3339), f.Message)
+	}
+	if err := describeNotPlaced(ctx, c, out, binding); err != nil {
+		return err
 	}
 	describeDrift(out, b.Spec, b.Status)
 	return nil
@@ -339,4 +343,46 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// describeNotPlaced names the fleet's clusters the template does not run on for a reason
+// other than the policy's selection (evicted, failed over, tainted, not Ready), each with that
+// reason, and counts the rest.
+func describeNotPlaced(ctx context.Context, c client.Client, out io.Writer, b workv1alpha1.Binding) error {
+	clusters := &clusterv1alpha1.ClusterList{}
+	if err := c.List(ctx, clusters); err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil // a tenant may not list the fleet; the placed clusters are shown above
+		}
+		return err
+	}
+	bs := b.BindingSpec()
+	var lines []string
+	unselected := 0
+	for _, cl := range clusters.Items {
+		if slices.ContainsFunc(bs.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cl.Name }) ||
+			slices.Contains(bs.UnmanagedClusters, cl.Name) {
+			continue
+		}
+		if _, evicting := bs.EvictionFor(cl.Name); evicting {
+			continue // shown as evicting above
+		}
+		why := release.WhyNotPlaced(ctx, c, b, cl.Name)
+		if strings.HasPrefix(why, "no longer placed") {
+			unselected++
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s", cl.Name, why))
+	}
+	if len(lines) == 0 && unselected == 0 {
+		return nil
+	}
+	fmt.Fprintln(out, "\nNot placed:")
+	for _, l := range lines {
+		fmt.Fprintln(out, l)
+	}
+	if unselected > 0 {
+		fmt.Fprintf(out, "  %d other cluster(s): not selected by the policy (its affinity, spread or replica division)\n", unselected)
+	}
+	return nil
 }

@@ -29,6 +29,59 @@ type probeFlags struct {
 	discovery time.Duration
 }
 
+// upManagerFlags are the settings `up` gives the controller-manager it starts: the probe
+// settings, the failover grace period and the log level. A fleet file's manager section
+// fills in what no flag sets explicitly.
+type upManagerFlags struct {
+	probeFlags
+	failoverGrace time.Duration
+	logLevel      string
+}
+
+func (u *upManagerFlags) add(cmd *cobra.Command) {
+	u.probeFlags.add(cmd)
+	cmd.Flags().DurationVar(&u.failoverGrace, "failover-grace-period", time.Minute,
+		"how long a member may stay not Ready before it is tainted unreachable and its Divided replicas move")
+	cmd.Flags().StringVar(&u.logLevel, "log-level", "info", "controller-manager log level: debug, info, error, or a positive integer for more debug detail")
+}
+
+// fromFleet takes the fleet file's manager settings for every flag not given explicitly.
+func (u *upManagerFlags) fromFleet(cmd *cobra.Command, m *localfleet.ManagerSettings) {
+	if m == nil {
+		return
+	}
+	set := func(flag, value string) {
+		if value != "" && !cmd.Flags().Changed(flag) {
+			_ = cmd.Flags().Set(flag, value) // validated with the fleet file
+		}
+	}
+	set("probe-period", m.ProbePeriod)
+	set("probe-timeout", m.ProbeTimeout)
+	if m.FailureThreshold > 0 {
+		set("failure-threshold", fmt.Sprint(m.FailureThreshold))
+	}
+	set("discovery-interval", m.DiscoveryInterval)
+	set("failover-grace-period", m.FailoverGracePeriod)
+	set("log-level", m.LogLevel)
+}
+
+func (u *upManagerFlags) validate() error {
+	if err := u.probeFlags.validate(); err != nil {
+		return err
+	}
+	if u.failoverGrace <= 0 {
+		return fmt.Errorf("--failover-grace-period %s: give a positive duration such as 1m", u.failoverGrace)
+	}
+	if err := localfleet.ValidLogLevel(u.logLevel); err != nil {
+		return fmt.Errorf("--log-level %w", err)
+	}
+	return nil
+}
+
+func (u *upManagerFlags) args() []string {
+	return append(u.probeFlags.args(), "--failover-grace-period="+u.failoverGrace.String(), "--zap-log-level="+u.logLevel)
+}
+
 func (p *probeFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&p.period, "probe-period", 10*time.Second, "time between two health probes of a member")
 	cmd.Flags().DurationVar(&p.timeout, "probe-timeout", 5*time.Second, "bound of one health probe")
@@ -54,7 +107,7 @@ func (p *probeFlags) args() []string {
 
 func newUpCommand(g *globals) *cobra.Command {
 	var fleetFile string
-	var probe probeFlags
+	var probe upManagerFlags
 	var readyTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -62,15 +115,11 @@ func newUpCommand(g *globals) *cobra.Command {
 		Example: fmt.Sprintf(`  # Three members with distinct regions
   %[1]s up
   # Members described by a fleet file
-  %[1]s up --fleet examples/fleet.yaml`, invokedName()),
+  %[1]s up --fleet examples/fleet.yaml
+  # Faster failover and debug logs for a demo
+  %[1]s up --failover-grace-period 20s --probe-period 2s --log-level debug`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := probe.validate(); err != nil {
-				return err
-			}
-			if readyTimeout <= 0 {
-				return fmt.Errorf("--ready-timeout %s: give a positive duration such as 3m", readyTimeout)
-			}
 			var fleet *localfleet.Fleet
 			if fleetFile != "" {
 				f, err := localfleet.LoadFleetFile(fleetFile)
@@ -78,6 +127,13 @@ func newUpCommand(g *globals) *cobra.Command {
 					return err
 				}
 				fleet = f
+				probe.fromFleet(cmd, f.Manager)
+			}
+			if err := probe.validate(); err != nil {
+				return err
+			}
+			if readyTimeout <= 0 {
+				return fmt.Errorf("--ready-timeout %s: give a positive duration such as 3m", readyTimeout)
 			}
 			exe, err := os.Executable()
 			if err != nil {
@@ -174,6 +230,9 @@ func newStatusCommand(g *globals) *cobra.Command {
 			}
 			_ = tw.Flush()
 			fmt.Fprintf(out, "\n%d of %d components running; state in %s\n", running, len(statuses), lf.StateDir())
+			if args := lf.ManagerSettings(); len(args) > 0 {
+				fmt.Fprintf(out, "controller-manager settings: %s\n", strings.Join(args, " "))
+			}
 			if running > 0 {
 				fmt.Fprintln(out)
 				cfg, err := lf.RESTConfig("")

@@ -56,7 +56,7 @@ customization (see: customizations list).`,
 				}
 				var list []any
 				if err := yaml.Unmarshal(data, &list); err != nil {
-					return fmt.Errorf("--status-items %s: a YAML list of {clusterName, status, applied, health}: %w", items, err)
+					return fmt.Errorf("--status-items %s: a YAML list of {clusterName, status, applied, health, revision, current, observed}: %w", items, err)
 				}
 				if in.StatusItems, err = interpret.ParseStatusItems(list); err != nil {
 					return fmt.Errorf("--status-items %s: %w", items, err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,11 +30,24 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
+// Exit codes of `release watch` and `release status`, for CI gates.
+const (
+	// ExitReleaseFailed: the release ended without its revision running everywhere
+	// (RolledBack, Aborted, Superseded) or holds a Failed wave waiting for abort or retry.
+	ExitReleaseFailed = 2
+	// ExitTimeout: --timeout passed before the release finished.
+	ExitTimeout = 3
+)
+
 // releaseTarget finds a template's binding and its newest release.
 type releaseTarget struct {
 	c       client.Client
 	binding workv1alpha1.Binding
 	release *rolloutv1alpha1.Release
+	// pending: the template changed since its latest recorded revision (generation below);
+	// the release of that change does not exist yet.
+	pending    bool
+	generation int64
 	// images caches each revision's container images, read from its ControllerRevision.
 	images map[int64]string
 }
@@ -52,6 +66,9 @@ func findRelease(ctx context.Context, c client.Client, arg, namespace string) (*
 		return nil, fmt.Errorf("%s is not released in waves: its policy has no rollout section", arg)
 	}
 	t := &releaseTarget{c: c, binding: b}
+	if t.pending, t.generation, err = pendingChange(ctx, c, b); err != nil {
+		return nil, err
+	}
 	rel := &rolloutv1alpha1.Release{}
 	err = c.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, rel)
 	switch {
@@ -59,11 +76,112 @@ func findRelease(ctx context.Context, c client.Client, arg, namespace string) (*
 		// The first revision went everywhere at once. Only a staged one (an adoption, see
 		// rollout.stageFirstRevision) has a release, and it stays findable once it succeeded.
 		return t, nil
+	case apierrors.IsNotFound(err):
+		t.pending = true // recorded a moment ago; its release is being created
+		return t, nil
 	case err != nil:
 		return nil, fmt.Errorf("release of revision %d of %s: %w", revs.Latest, arg, err)
 	}
 	t.release = rel
 	return t, nil
+}
+
+// pendingChange says whether the template's workload differs from its latest recorded
+// revision: a change made a moment ago, whose revision and release are not written yet.
+func pendingChange(ctx context.Context, c client.Client, b workv1alpha1.Binding) (bool, int64, error) {
+	r := b.BindingSpec().Resource
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetGroupVersionKind(schema.FromAPIVersionAndKind(r.APIVersion, r.Kind))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, tmpl); err != nil {
+		return false, 0, client.IgnoreNotFound(err) // deleted: its releases are what is left
+	}
+	_, hash, err := release.LoadRevision(ctx, c, b, b.BindingSpec().Revisions.Latest)
+	if apierrors.IsNotFound(err) {
+		return true, tmpl.GetGeneration(), nil
+	} else if err != nil {
+		return false, 0, err
+	}
+	in, err := interpreterFor(ctx, c, tmpl.GroupVersionKind())
+	if err != nil {
+		return false, 0, err
+	}
+	return release.WorkloadHash(in, tmpl) != hash, tmpl.GetGeneration(), nil
+}
+
+// interpreterFor is the kind's interpreter with the fleet's customizations; a user who may
+// not read customizations gets the built-in one.
+func interpreterFor(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) (interpret.Interpreter, error) {
+	interpreters := interpret.NewRegistry(luavm.Limits{})
+	if err := customization.Load(ctx, c, interpreters); err != nil && !apierrors.IsForbidden(err) {
+		return nil, err
+	}
+	return interpreters.For(gvk), nil
+}
+
+// awaitRelease finds the release of the template as it is now: when the template's latest
+// change is not recorded yet, it waits for that change's release instead of showing the
+// previous one.
+func awaitRelease(ctx context.Context, out io.Writer, c client.Client, arg, namespace string) (*releaseTarget, error) {
+	said := false
+	for {
+		t, err := findRelease(ctx, c, arg, namespace)
+		if err != nil || !t.pending {
+			return t, err
+		}
+		if !said {
+			fmt.Fprintf(out, "%s: generation %d is not recorded as a revision yet; waiting for its release\n", arg, t.generation)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// outcome turns a release's end into the command's exit: nil when it succeeded.
+func outcome(rel *rolloutv1alpha1.Release) error {
+	name := "release/" + rel.Name
+	switch rel.Status.Phase {
+	case rolloutv1alpha1.ReleaseSucceeded:
+		return nil
+	case rolloutv1alpha1.ReleaseRolledBack, rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseSuperseded:
+		return &ExitError{Code: ExitReleaseFailed, Err: fmt.Errorf("%s %s: %s", name, rel.Status.Phase, orDash(rel.Status.Message))}
+	}
+	if w := failedWave(rel); w != nil {
+		return &ExitError{Code: ExitReleaseFailed, Err: fmt.Errorf("%s: wave %s Failed (%s); it waits for `%s release abort` or `%[4]s release retry`", name, w.Name, w.Message, invokedName())}
+	}
+	return nil
+}
+
+// failedWave is a wave that failed and holds the release (automatic rollback off).
+func failedWave(rel *rolloutv1alpha1.Release) *rolloutv1alpha1.WaveStatus {
+	for i := range rel.Status.Waves {
+		if rel.Status.Waves[i].Phase == rolloutv1alpha1.WaveFailed {
+			return &rel.Status.Waves[i]
+		}
+	}
+	return nil
+}
+
+// over says whether watching can stop: the release finished or holds a failed wave.
+func over(t *releaseTarget) bool {
+	return t.release == nil || release.Final(t.release.Status.Phase) || failedWave(t.release) != nil
+}
+
+// withTimeout bounds a wait by --timeout (0: none) and turns running out into ExitTimeout.
+func withTimeout(ctx context.Context, timeout time.Duration, run func(ctx context.Context) error) error {
+	if timeout <= 0 {
+		return run(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := run(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("the release did not finish within --timeout %s", timeout)}
+	}
+	return err
 }
 
 func (t *releaseTarget) needRelease() error {
@@ -113,11 +231,44 @@ func newReleaseCommand(g *globals) *cobra.Command {
 	}
 	out := g.streams.Out
 	get := sub("get", "Show the release as a tree: waves, clusters, analysis", func(cmd *cobra.Command, t *releaseTarget) error {
+		if t.pending {
+			fmt.Fprintf(out, "generation %d of the template is not recorded as a revision yet; its release starts in a moment (`%s release watch` waits for it). The latest release:\n",
+				t.generation, invokedName())
+		}
 		return printRelease(cmd.Context(), out, t)
 	})
-	watch := sub("watch", "Show the release tree live until it finishes", func(cmd *cobra.Command, t *releaseTarget) error {
-		return watchRelease(cmd.Context(), out, t)
+	var timeout time.Duration
+	waiting := func(use, short string, run func(ctx context.Context, t *releaseTarget) error) *cobra.Command {
+		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.controlPlaneClient()
+			if err != nil {
+				return err
+			}
+			return withTimeout(cmd.Context(), timeout, func(ctx context.Context) error {
+				t, err := awaitRelease(ctx, out, c, args[0], namespace)
+				if err != nil {
+					return err
+				}
+				return run(ctx, t)
+			})
+		}}
+		c.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
+		c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit code 3); 0 waits until the release ends")
+		return withKubeFlags(g, c)
+	}
+	exitCodes := fmt.Sprintf(`Exit codes: 0 the release succeeded; %d it was rolled back, aborted or superseded, or a wave
+failed and waits for abort or retry; %d --timeout passed first; 1 any other error.`, ExitReleaseFailed, ExitTimeout)
+	watch := waiting("watch", "Show the release tree live until it finishes", func(ctx context.Context, t *releaseTarget) error {
+		return watchRelease(ctx, out, t)
 	})
+	watch.Long = "Show the release tree live until it finishes. A change not recorded yet is waited for.\n\n" + exitCodes
+	status := waiting("status", "Wait for the release of the template's latest change and print where it stands, a line per change", func(ctx context.Context, t *releaseTarget) error {
+		return releaseStatus(ctx, out, t)
+	})
+	status.Long = `Wait for the release of the template's latest change, printing a line each time it moves, as
+kubectl rollout status does; for CI gates. A change not recorded yet is waited for.
+
+` + exitCodes
 	steer := func(verb, short string, full *bool) *cobra.Command {
 		return sub(verb, short, func(cmd *cobra.Command, t *releaseTarget) error {
 			return t.steer(cmd.Context(), out, verb, full != nil && *full)
@@ -131,7 +282,7 @@ func newReleaseCommand(g *globals) *cobra.Command {
 		return undoRelease(cmd.Context(), out, t, toRevision)
 	})
 	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to go back to (default: before the last release that went through, else the stable one)")
-	cmd.AddCommand(get, watch,
+	cmd.AddCommand(get, watch, status,
 		steer("pause", "Hold the release where it is", nil),
 		steer("resume", "Go on after a pause", nil),
 		promote,
@@ -362,11 +513,10 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 	if err := t.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, tmpl); err != nil {
 		return err
 	}
-	interpreters := interpret.NewRegistry(luavm.Limits{})
-	if err := customization.Load(ctx, t.c, interpreters); err != nil {
+	in, err := interpreterFor(ctx, t.c, tmpl.GroupVersionKind())
+	if err != nil {
 		return err
 	}
-	in := interpreters.For(tmpl.GroupVersionKind())
 	if release.WorkloadHash(in, tmpl) == oldHash {
 		return fmt.Errorf("%s: the template holds the workload of revision %d already, so undo would change nothing; name an older one with --to-revision (revisions run from 1 to %d)",
 			arg, to, revs.Latest)
@@ -443,7 +593,7 @@ var phaseSymbols = map[string]string{
 	"Paused": "॥", "WaitingForApproval": "॥",
 	"Pending": "○",
 	"Failed":  "✖", "Degraded": "✖", "Error": "✖", "Inconclusive": "?",
-	"Aborted": "↺", "RolledBack": "↺", "Superseded": "↷",
+	"Aborted": "↺", "RolledBack": "↺", "Superseded": "↷", "Left": "⇥",
 }
 
 func symbol(phase string) string {
@@ -551,6 +701,9 @@ func (t *releaseTarget) clusterState(i int, cl rolloutv1alpha1.ClusterRelease, c
 	rel, revs := t.release, t.binding.BindingSpec().Revisions
 	staged := rel.Spec.StableRevision == 0
 	pinned := revs.RevisionFor(cl.Name)
+	if cl.Phase == rolloutv1alpha1.ClusterLeft {
+		return string(cl.Phase), "left the placement: " + cl.Message
+	}
 	if cl.Phase == rolloutv1alpha1.ClusterRolledBack {
 		switch {
 		case staged && cs.Applied:
@@ -615,7 +768,10 @@ func now(cs workv1alpha1.ClusterStatus, reported bool) string {
 // replicas, and its canary beside it.
 func (t *releaseTarget) workload(ctx context.Context, cluster string, cs workv1alpha1.ClusterStatus, reported bool) string {
 	revs := t.binding.BindingSpec().Revisions
+	placed := slices.ContainsFunc(t.binding.BindingSpec().Clusters, func(tc workv1alpha1.TargetCluster) bool { return tc.Name == cluster })
 	switch {
+	case !reported && !placed:
+		return "[not placed]  "
 	case !reported:
 		return "[no status yet]  "
 	case !cs.Applied && t.release.Spec.StableRevision == 0 && revs.RevisionFor(cluster) == 0:
@@ -708,8 +864,11 @@ func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 			fmt.Fprint(out, s)
 			last, lines = s, strings.Count(s, "\n")
 		}
-		if t.release == nil || release.Final(t.release.Status.Phase) {
-			return nil
+		if over(t) {
+			if t.release == nil {
+				return nil
+			}
+			return outcome(t.release)
 		}
 		select {
 		case <-ctx.Done():
@@ -720,5 +879,48 @@ func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 			return err
 		}
 		_ = t.c.Get(ctx, client.ObjectKeyFromObject(t.binding), t.binding) // the workloads' latest view
+	}
+}
+
+// releaseStatus prints one line each time the release moves, then its end.
+func releaseStatus(ctx context.Context, out io.Writer, t *releaseTarget) error {
+	if t.release == nil {
+		fmt.Fprintf(out, "%s: revision %d runs everywhere; no release\n", t.binding.GetName(), t.binding.BindingSpec().Revisions.Stable)
+		return nil
+	}
+	var last string
+	for {
+		rel := t.release
+		line := fmt.Sprintf("release/%s revision %d: %s", rel.Name, rel.Spec.Revision, orDash(string(rel.Status.Phase)))
+		if rel.Status.Wave != "" {
+			line += ", wave " + rel.Status.Wave
+		}
+		if i := int(rel.Status.CurrentWave); i < len(rel.Status.Waves) && !release.Final(rel.Status.Phase) {
+			members := map[string]workv1alpha1.ClusterStatus{}
+			for _, cs := range t.binding.BindingStatus().Clusters {
+				members[cs.Cluster] = cs
+			}
+			if msg := waveText(rel, i, members); msg != "" {
+				line += ": " + msg
+			}
+		} else if rel.Status.Message != "" {
+			line += ": " + rel.Status.Message
+		}
+		if line != last {
+			fmt.Fprintln(out, line)
+			last = line
+		}
+		if over(t) {
+			return outcome(rel)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if err := t.c.Get(ctx, client.ObjectKeyFromObject(t.release), t.release); err != nil {
+			return err
+		}
+		_ = t.c.Get(ctx, client.ObjectKeyFromObject(t.binding), t.binding)
 	}
 }

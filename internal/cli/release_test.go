@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -443,5 +445,93 @@ func TestReleaseTreeOfAnAbortedAdoption(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "waiting") {
 		t.Errorf("an aborted adoption waits for nothing:\n%s", out.String())
+	}
+}
+
+// A template changed a moment ago, before the recorder wrote its revision, is pending: `get`
+// says so instead of passing the previous release off as the change's, and `watch` waits.
+func TestFindReleaseSeesAChangeNotRecordedYet(t *testing.T) {
+	ctx := context.Background()
+	b := releasedBinding(&workv1alpha1.Revisions{Latest: 2, Stable: 2})
+	done := webRelease(2, 1, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded})
+	r2 := revisionOf(t, b, 2, webTemplate("registry.example/web:2"))
+	for _, tt := range []struct {
+		image   string
+		pending bool
+	}{{"registry.example/web:2", false}, {"registry.example/web:3", true}} {
+		c := fakeClient(b.DeepCopy(), done.DeepCopy(), r2.DeepCopy(), webTemplate(tt.image))
+		tgt, err := findRelease(ctx, c, "deployment/web", "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tgt.pending != tt.pending {
+			t.Errorf("template at %s: pending %v, want %v", tt.image, tgt.pending, tt.pending)
+		}
+		if !tt.pending {
+			continue
+		}
+		// watch waits for the change's release rather than ending on the previous one.
+		wctx, cancel := context.WithTimeout(ctx, 1200*time.Millisecond)
+		var out bytes.Buffer
+		_, err = awaitRelease(wctx, &out, c, "deployment/web", "shop")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(out.String(), "is not recorded as a revision yet; waiting for its release") {
+			t.Errorf("awaitRelease of a pending change: err %v, out %q", err, out.String())
+		}
+	}
+}
+
+// watch and status end with a code a CI gate can read.
+func TestReleaseOutcomeExitCodes(t *testing.T) {
+	for _, tt := range []struct {
+		status rolloutv1alpha1.ReleaseStatus
+		code   int
+	}{
+		{rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded}, 0},
+		{rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseRolledBack, Message: "wave canary: Degraded in east"}, ExitReleaseFailed},
+		{rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseAborted}, ExitReleaseFailed},
+		{rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSuperseded}, ExitReleaseFailed},
+		{rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, Waves: []rolloutv1alpha1.WaveStatus{{Name: "canary", Phase: rolloutv1alpha1.WaveFailed}}}, ExitReleaseFailed},
+	} {
+		err := outcome(webRelease(2, 1, tt.status))
+		var exit *ExitError
+		switch {
+		case tt.code == 0 && err != nil:
+			t.Errorf("%s: %v, want success", tt.status.Phase, err)
+		case tt.code != 0 && (!errors.As(err, &exit) || exit.Code != tt.code):
+			t.Errorf("%s: %v, want exit code %d", tt.status.Phase, err, tt.code)
+		}
+	}
+	err := withTimeout(context.Background(), 10*time.Millisecond, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitTimeout {
+		t.Errorf("timeout: %v, want exit code %d", err, ExitTimeout)
+	}
+}
+
+// A cluster that left the placement during the release stays in the tree with the reason.
+func TestReleaseTreeKeepsAClusterThatLeft(t *testing.T) {
+	ctx := context.Background()
+	b := releasedBinding(&workv1alpha1.Revisions{Latest: 2, Stable: 2},
+		workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy})
+	b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "east", Replicas: 4}}
+	rel := webRelease(2, 1, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded,
+		Message: "revision 2 runs in every placed cluster; west left the placement during the release (see their waves)",
+		Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveSucceeded, Clusters: []rolloutv1alpha1.ClusterRelease{
+			{Name: "east", Phase: rolloutv1alpha1.ClusterHealthy},
+			{Name: "west", Phase: rolloutv1alpha1.ClusterLeft, Message: "the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute, which moves placements off it (cluster failover)"},
+		}}}})
+	c := fakeClient(b.DeepCopy(), rel.DeepCopy(), revisionOf(t, b, 2, webTemplate("registry.example/web:2")), webTemplate("registry.example/web:2"))
+	tgt, err := findRelease(ctx, c, "deployment/web", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printRelease(ctx, &out, tgt); err != nil {
+		t.Fatal(err)
+	}
+	want := "⇥ west  Left  [not placed]  left the placement: the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute"
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "west left the placement during the release") {
+		t.Errorf("tree lacks %q:\n%s", want, out.String())
 	}
 }

@@ -9,6 +9,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -158,7 +159,20 @@ func Execute(ctx context.Context) int {
 	cmd := NewRootCommand(streams)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+		var exit *ExitError
+		if errors.As(err, &exit) {
+			return exit.Code
+		}
 		return 1
 	}
 	return 0
 }
+
+// ExitError ends a command with an exit code of its own (documented by the command).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }

@@ -2,10 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -34,5 +39,47 @@ func TestUpRefusesNonPositiveReadyTimeout(t *testing.T) {
 	_, err := run(t, "up", "--state-dir", t.TempDir(), "--ready-timeout=-1s")
 	if err == nil || !strings.Contains(err.Error(), "--ready-timeout") {
 		t.Fatalf("error = %v, want it to name --ready-timeout", err)
+	}
+}
+
+// up refuses nonsense controller settings before it starts anything, naming the flag or the
+// fleet file's field.
+func TestUpRefusesBadManagerSettings(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--failover-grace-period=0s"}, "--failover-grace-period"},
+		{[]string{"--log-level=loud"}, "--log-level"},
+	} {
+		_, err := run(t, append([]string{"up", "--state-dir", t.TempDir()}, tt.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error = %v, want it to name %s", tt.args, err, tt.want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: flotilla.dev/v1alpha1\nkind: Fleet\nmembers: [{name: a}]\nmanager: {failoverGracePeriod: soon, logLevel: loud}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, "up", "--state-dir", t.TempDir(), "--fleet", file)
+	if err == nil || !strings.Contains(err.Error(), "manager.failoverGracePeriod") || !strings.Contains(err.Error(), "manager.logLevel") {
+		t.Errorf("fleet file: error = %v, want it to name manager.failoverGracePeriod and manager.logLevel", err)
+	}
+}
+
+// A fleet file's manager section sets what no flag sets; explicit flags win.
+func TestUpTakesManagerSettingsFromTheFleetFile(t *testing.T) {
+	var u upManagerFlags
+	cmd := &cobra.Command{}
+	u.add(cmd)
+	if err := cmd.Flags().Parse([]string{"--probe-period=3s"}); err != nil {
+		t.Fatal(err)
+	}
+	u.fromFleet(cmd, &localfleet.ManagerSettings{ProbePeriod: "9s", FailoverGracePeriod: "20s", LogLevel: "debug", FailureThreshold: 5})
+	got := strings.Join(u.args(), " ")
+	for _, want := range []string{"--probe-period=3s", "--failure-threshold=5", "--failover-grace-period=20s", "--zap-log-level=debug"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("manager args %q lack %s", got, want)
+		}
 	}
 }

@@ -6,7 +6,8 @@
 // over kind alone), then a PropagationPolicy over a ClusterPropagationPolicy, then by name.
 //
 // It writes only bindings' spec (resource, policy, replicas, template hash, deletion and
-// conflict rules), never the clusters (the scheduler's) and never members. Control-plane
+// conflict rules), never the clusters (the scheduler's) and never members; and the status of
+// workload templates that no policy places (Unplaced), which nothing else would write. Control-plane
 // system objects are never propagated. A cluster-scoped template gets a ClusterResourceBinding
 // and only ClusterPropagationPolicies place it. With the policy's groupBy, the binding records
 // its group (KEY=VALUE of the template's label) for the scheduler.

@@ -66,17 +66,20 @@ func (c *TaintController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		// A hold-down as long as the grace period: a flapping cluster does not pull every
 		// Divided workload back and forth.
-		if readyFor := c.Clock.Since(ready.LastTransitionTime.Time); readyFor < c.GracePeriod {
-			return ctrl.Result{RequeueAfter: c.GracePeriod - readyFor}, nil
+		if wait := c.GracePeriod + time.Second - c.Clock.Since(ready.LastTransitionTime.Time); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		return ctrl.Result{}, c.setTaint(ctx, cl, false, "the cluster has been Ready for the grace period again; placements may return")
 	}
 	if tainted {
 		return ctrl.Result{}, nil
 	}
+	// Condition times keep whole seconds: the cluster turned not Ready at most a second after
+	// lastTransitionTime, so the grace period is counted from the end of that second and never
+	// cut short.
 	notReadyFor := c.Clock.Since(ready.LastTransitionTime.Time)
-	if notReadyFor < c.GracePeriod {
-		return ctrl.Result{RequeueAfter: c.GracePeriod - notReadyFor}, nil
+	if wait := c.GracePeriod + time.Second - notReadyFor; wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	return ctrl.Result{}, c.setTaint(ctx, cl, true, "not Ready for "+notReadyFor.Round(time.Second).String()+" (grace period "+c.GracePeriod.String()+"): "+ready.Message)
 }

@@ -115,11 +115,16 @@ func TestTaintControllerReconcile(t *testing.T) {
 		{
 			name:        "not Ready for less than the grace period waits out the remainder untainted",
 			cluster:     member(metav1.ConditionFalse, now.Add(-20*time.Second)),
-			wantRequeue: 40 * time.Second,
+			wantRequeue: 41 * time.Second, // the stored second may have ended a second later
 		},
 		{
-			name:       "not Ready for exactly the grace period is tainted",
-			cluster:    member(metav1.ConditionFalse, now.Add(-grace)),
+			name:        "not Ready for exactly the grace period by the stored whole second waits one second more",
+			cluster:     member(metav1.ConditionFalse, now.Add(-grace)),
+			wantRequeue: time.Second,
+		},
+		{
+			name:       "not Ready for the grace period after the stored second ended is tainted",
+			cluster:    member(metav1.ConditionFalse, now.Add(-grace-time.Second)),
 			wantTaints: []clusterv1alpha1.Taint{unreachableSince(now)},
 			wantEvent:  "Warning TaintedUnreachable",
 		},
@@ -155,18 +160,18 @@ func TestTaintControllerReconcile(t *testing.T) {
 		{
 			name:        "a tainted cluster Ready again for less than the grace period keeps the taint (hold-down)",
 			cluster:     member(metav1.ConditionTrue, now.Add(-15*time.Second), unreachableSince(now.Add(-time.Hour))),
-			wantRequeue: 45 * time.Second,
+			wantRequeue: 46 * time.Second,
 			wantTaints:  []clusterv1alpha1.Taint{unreachableSince(now.Add(-time.Hour))},
 		},
 		{
 			name:       "a tainted cluster Ready for the grace period loses only the unreachable taint",
-			cluster:    member(metav1.ConditionTrue, now.Add(-grace), gpuTaint, unreachableSince(now.Add(-time.Hour))),
+			cluster:    member(metav1.ConditionTrue, now.Add(-grace-time.Second), gpuTaint, unreachableSince(now.Add(-time.Hour))),
 			wantTaints: []clusterv1alpha1.Taint{gpuTaint},
 			wantEvent:  "Normal Untainted",
 		},
 		{
 			name: "untainting keeps a hand-set taint of the same key with another effect",
-			cluster: member(metav1.ConditionTrue, now.Add(-grace), clusterv1alpha1.Taint{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule},
+			cluster: member(metav1.ConditionTrue, now.Add(-grace-time.Second), clusterv1alpha1.Taint{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule},
 				unreachableSince(now.Add(-time.Hour))),
 			wantTaints: []clusterv1alpha1.Taint{{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule}},
 			wantEvent:  "Normal Untainted",

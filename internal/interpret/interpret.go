@@ -2,6 +2,7 @@ package interpret
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,14 @@ type MemberStatus struct {
 	Status  map[string]any
 	Applied bool
 	Health  workv1alpha1.Health
+	// Revision is the template revision the member runs; 0 when revisions are not tracked.
+	Revision int64
+	// Current: the member runs the template as it is now (its latest revision, no canary
+	// beside it, no change waiting for a release). Only current members count as updated.
+	Current bool
+	// Observed: the member applied Flotilla's latest render for it, so its status answers the
+	// template's generation (even when a release keeps it on an older revision).
+	Observed bool
 }
 
 // Interpreter is what the rest of Flotilla asks about a kind. Every method may fail when a
@@ -88,17 +97,18 @@ func builtinKind(gk schema.GroupKind) kind {
 	switch gk {
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		return replicated{counts: []string{"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"},
-			updatedField: "updatedReplicas", availableField: "availableReplicas"}
+			updatedField: "updatedReplicas", availableField: "availableReplicas", conditions: true}
 	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
 		return replicated{counts: []string{"replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas"},
-			availableField: "availableReplicas"}
+			availableField: "availableReplicas", conditions: true}
 	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
 		return replicated{counts: []string{"replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"},
 			updatedField: "updatedReplicas", availableField: "availableReplicas"}
 	case schema.GroupKind{Group: "batch", Kind: "Job"}:
 		return job{}
 	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
-		return daemonSet{}
+		return daemonSet{counts: counted{fields: []string{"desiredNumberScheduled", "currentNumberScheduled", "numberReady", "numberAvailable",
+			"numberUnavailable", "numberMisscheduled", "updatedNumberScheduled"}, updatedField: "updatedNumberScheduled"}}
 	case schema.GroupKind{Kind: "Pod"}:
 		return pod{}
 	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
@@ -143,6 +153,7 @@ type replicated struct {
 	counts         []string // status fields summed over members
 	updatedField   string   // status field of replicas at the latest spec; "" if none
 	availableField string
+	conditions     bool // the members' Progressing, Available and ReplicaFailure are aggregated
 }
 
 func (r replicated) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
@@ -165,40 +176,21 @@ func (replicated) ReviseReplica(obj *unstructured.Unstructured, replicas int32) 
 }
 
 func (r replicated) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
-	st, _, _ := unstructured.NestedMap(obj.Object, "status")
-	out := map[string]any{}
-	for _, f := range append(r.counts, "observedGeneration") {
-		if v, ok := st[f]; ok {
-			out[f] = v
-		}
+	fields := r.counts
+	if r.conditions {
+		fields = append(slices.Clip(fields), "conditions")
 	}
-	// The member's generation tells whether its controller saw the latest spec.
-	out["generation"] = obj.GetGeneration()
-	return out
+	return reflectFields(obj, fields)
 }
 
-// AggregateStatus sums the counts. observedGeneration is the template's generation once every
-// member observed its latest spec, so `kubectl rollout status` on the template waits correctly.
+// AggregateStatus sums the counts and folds the members' conditions; see counted.aggregate.
 func (r replicated) AggregateStatus(template *unstructured.Unstructured, members []MemberStatus) map[string]any {
-	out := map[string]any{}
-	sums := map[string]int64{}
-	allObserved := len(members) > 0
-	for _, m := range members {
-		for _, f := range r.counts {
-			sums[f] += toInt64(m.Status[f])
-		}
-		if toInt64(m.Status["observedGeneration"]) < toInt64(m.Status["generation"]) || m.Status["generation"] == nil {
-			allObserved = false
+	out := counted{fields: r.counts, updatedField: r.updatedField}.aggregate(template, members)
+	if r.conditions {
+		if conds := aggregateConditions(template, members, r.updatedField != ""); len(conds) > 0 {
+			out["conditions"] = conds
 		}
 	}
-	for _, f := range r.counts {
-		out[f] = sums[f]
-	}
-	observed := toInt64(getPath(template.Object, "status", "observedGeneration"))
-	if allObserved {
-		observed = template.GetGeneration()
-	}
-	out["observedGeneration"] = observed
 	return out
 }
 

@@ -2,6 +2,7 @@ package interpret
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,7 +50,7 @@ func TestDeploymentReplicasAndHealth(t *testing.T) {
 func TestDeploymentAggregateStatus(t *testing.T) {
 	in := builtinKind(deploymentGK)
 	member := func(gen, observed, avail int64) MemberStatus {
-		return MemberStatus{Status: in.ReflectStatus(deploy(gen, 5, map[string]any{
+		return MemberStatus{Current: true, Observed: true, Status: in.ReflectStatus(deploy(gen, 5, map[string]any{
 			"observedGeneration": observed, "replicas": int64(5), "updatedReplicas": int64(5), "readyReplicas": avail, "availableReplicas": avail,
 		}))}
 	}
@@ -65,6 +66,96 @@ func TestDeploymentAggregateStatus(t *testing.T) {
 	if got["observedGeneration"] != int64(6) {
 		t.Errorf("observedGeneration = %v, want the previous 6 while a member lags", got["observedGeneration"])
 	}
+	// A member whose Work still holds the previous render answers an older template
+	// generation, even though its own controller is up to date.
+	stale := member(3, 3, 5)
+	stale.Observed = false
+	got = in.AggregateStatus(tmpl, []MemberStatus{member(3, 3, 5), stale})
+	if got["observedGeneration"] != int64(6) {
+		t.Errorf("observedGeneration = %v, want the previous 6 while a member's Work is not applied", got["observedGeneration"])
+	}
+	// A member a release keeps on the older revision is not updated, whatever it says of its
+	// own spec: the template must not read "all updated" before the last wave.
+	pinned := member(3, 3, 5)
+	pinned.Current = false
+	got = in.AggregateStatus(tmpl, []MemberStatus{member(3, 3, 5), pinned})
+	if got["updatedReplicas"] != int64(5) || got["replicas"] != int64(10) || got["observedGeneration"] != int64(7) {
+		t.Errorf("pinned member: updatedReplicas %v replicas %v observedGeneration %v, want 5, 10, 7", got["updatedReplicas"], got["replicas"], got["observedGeneration"])
+	}
+}
+
+func TestDeploymentAggregateConditions(t *testing.T) {
+	in := builtinKind(deploymentGK)
+	now = func() time.Time { return time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC) }
+	defer func() { now = time.Now }()
+	cond := func(t, s, r, m string) any {
+		return map[string]any{"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": "2026-11-23T09:00:00Z"}
+	}
+	member := func(cluster string, current bool, conds ...any) MemberStatus {
+		return MemberStatus{Cluster: cluster, Current: current, Observed: true, Status: in.ReflectStatus(deploy(2, 5, map[string]any{
+			"observedGeneration": int64(2), "replicas": int64(5), "updatedReplicas": int64(5), "availableReplicas": int64(5), "conditions": conds,
+		}))}
+	}
+	done := []any{cond("Available", "True", "MinimumReplicasAvailable", "ok"), cond("Progressing", "True", "NewReplicaSetAvailable", "done")}
+	byType := func(st map[string]any) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, c := range st["conditions"].([]any) {
+			m := c.(map[string]any)
+			out[m["type"].(string)] = m
+		}
+		return out
+	}
+	tmpl := deploy(2, 10, nil)
+	got := byType(in.AggregateStatus(tmpl, []MemberStatus{member("m1", true, done...), member("m2", true, done...)}))
+	if got["Progressing"]["status"] != "True" || got["Progressing"]["reason"] != "NewReplicaSetAvailable" || got["Available"]["status"] != "True" {
+		t.Errorf("every member current and done: %v", got)
+	}
+	got = byType(in.AggregateStatus(tmpl, []MemberStatus{member("m1", true, done...), member("m2", false, done...)}))
+	if got["Progressing"]["reason"] != "ReplicaSetUpdated" || got["Progressing"]["message"] != "1 of 2 clusters run the current revision" {
+		t.Errorf("a member on the old revision keeps the template progressing: %v", got["Progressing"])
+	}
+	stuck := member("m2", true, cond("Progressing", "False", "ProgressDeadlineExceeded", `ReplicaSet "web-1" has timed out progressing.`),
+		cond("ReplicaFailure", "True", "FailedCreate", "quota exceeded"), cond("Available", "False", "MinimumReplicasUnavailable", "none"))
+	got = byType(in.AggregateStatus(tmpl, []MemberStatus{member("m1", true, done...), stuck}))
+	if p := got["Progressing"]; p["status"] != "False" || p["reason"] != "ProgressDeadlineExceeded" || p["message"] != `cluster m2: ReplicaSet "web-1" has timed out progressing.` {
+		t.Errorf("a stuck member makes the template's Progressing False with its reason and cluster: %v", p)
+	}
+	if f := got["ReplicaFailure"]; f["status"] != "True" || f["reason"] != "FailedCreate" || f["message"] != "cluster m2: quota exceeded" {
+		t.Errorf("ReplicaFailure: %v", f)
+	}
+	if a := got["Available"]; a["status"] != "False" || a["reason"] != "MinimumReplicasUnavailable" {
+		t.Errorf("Available: %v", a)
+	}
+	if p := got["Progressing"]; p["lastTransitionTime"] != "2026-11-23T10:00:00Z" {
+		t.Errorf("a new condition starts now: %v", p)
+	}
+	// Unchanged conditions keep their times, so a steady fleet writes nothing.
+	tmpl.Object["status"] = map[string]any{"conditions": in.AggregateStatus(tmpl, []MemberStatus{member("m1", true, done...), stuck})["conditions"]}
+	now = func() time.Time { return time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC) }
+	got = byType(in.AggregateStatus(tmpl, []MemberStatus{member("m1", true, done...), stuck}))
+	if p := got["Progressing"]; p["lastTransitionTime"] != "2026-11-23T10:00:00Z" || p["lastUpdateTime"] != "2026-11-23T10:00:00Z" {
+		t.Errorf("unchanged condition must keep its times: %v", p)
+	}
+	// ReplicaSet conditions have no lastUpdateTime.
+	rs := builtinKind(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"})
+	rsStatus := rs.AggregateStatus(deploy(1, 2, nil), []MemberStatus{{Cluster: "m1", Current: true, Observed: true, Status: map[string]any{
+		"conditions": []any{cond("ReplicaFailure", "True", "FailedCreate", "forbidden")}}}})
+	c := rsStatus["conditions"].([]any)[0].(map[string]any)
+	if _, has := c["lastUpdateTime"]; has || c["message"] != "cluster m1: forbidden" {
+		t.Errorf("ReplicaSet condition: %v", c)
+	}
+}
+
+func TestDaemonSetAggregate(t *testing.T) {
+	in := builtinKind(schema.GroupKind{Group: "apps", Kind: "DaemonSet"})
+	member := func(current bool) MemberStatus {
+		obj := deploy(4, 0, map[string]any{"observedGeneration": int64(4), "desiredNumberScheduled": int64(3), "numberAvailable": int64(3), "updatedNumberScheduled": int64(3)})
+		return MemberStatus{Current: current, Observed: true, Status: in.ReflectStatus(obj)}
+	}
+	got := in.AggregateStatus(deploy(2, 0, nil), []MemberStatus{member(true), member(false)})
+	if got["desiredNumberScheduled"] != int64(6) || got["numberAvailable"] != int64(6) || got["updatedNumberScheduled"] != int64(3) || got["observedGeneration"] != int64(2) {
+		t.Errorf("daemonset aggregate: %v", got)
+	}
 }
 
 func TestJobAggregate(t *testing.T) {
@@ -75,13 +166,16 @@ func TestJobAggregate(t *testing.T) {
 	}
 	running := map[string]any{"active": int64(1), "startTime": "2026-11-22T10:00:05Z"}
 	got := in.AggregateStatus(nil, []MemberStatus{{Status: done("2026-11-22T10:00:00Z", "2026-11-22T10:01:00Z")}, {Status: running}})
-	if got["succeeded"] != int64(1) || got["active"] != int64(1) || got["conditions"] != nil || got["startTime"] != "2026-11-22T10:00:00Z" {
-		t.Errorf("partly done: %v", got)
+	if got["succeeded"] != int64(0) || got["active"] != int64(1) || got["conditions"] != nil || got["startTime"] != "2026-11-22T10:00:00Z" {
+		t.Errorf("partly done: one run is not done until every member's is: %v", got)
 	}
 	got = in.AggregateStatus(nil, []MemberStatus{{Status: done("2026-11-22T10:00:05Z", "2026-11-22T10:01:00Z")}, {Status: done("2026-11-22T10:00:00Z", "2026-11-22T10:02:00Z")}})
 	conds, _ := got["conditions"].([]any)
 	if len(conds) != 2 || conds[0].(map[string]any)["type"] != "SuccessCriteriaMet" || conds[1].(map[string]any)["type"] != "Complete" {
 		t.Errorf("complete everywhere must say SuccessCriteriaMet and Complete, as Job validation requires: %v", got)
+	}
+	if got["succeeded"] != int64(1) {
+		t.Errorf("a Job run once in two members made one completion, not two: succeeded %v", got["succeeded"])
 	}
 	if got["startTime"] != "2026-11-22T10:00:00Z" || got["completionTime"] != "2026-11-22T10:02:00Z" || got["active"] != int64(0) {
 		t.Errorf("times span the members and a finished Job has no active pods: %v", got)

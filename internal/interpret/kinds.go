@@ -6,8 +6,8 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 )
 
-// job runs in every cluster it is placed in (Duplicated); its counts add up and it is complete
-// when every member's Job is.
+// job runs in every cluster it is placed in (Duplicated); it is complete when every member's
+// Job is.
 type job struct{ generic }
 
 func (job) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
@@ -26,13 +26,17 @@ func (job) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
 // start time, and a completion time once complete; start and completion times never change
 // once set, and the counters never decrease.
 func (job) AggregateStatus(tmpl *unstructured.Unstructured, members []MemberStatus) map[string]any {
+	// A Job placed in N clusters is one run everywhere: its completions are those every member
+	// made (the least of them), its failures the most any member saw, and active pods add up.
 	var active, succeeded, failed int64
 	complete, anyFailed := len(members) > 0, false
 	startTime, completionTime := "", ""
-	for _, m := range members {
+	for i, m := range members {
 		active += toInt64(m.Status["active"])
-		succeeded += toInt64(m.Status["succeeded"])
-		failed += toInt64(m.Status["failed"])
+		if s := toInt64(m.Status["succeeded"]); i == 0 || s < succeeded {
+			succeeded = s
+		}
+		failed = max(failed, toInt64(m.Status["failed"]))
 		if !hasCondition(m.Status, "Complete") {
 			complete = false
 		}
@@ -109,7 +113,19 @@ func hasCondition(status map[string]any, condType string) bool {
 	return false
 }
 
-type daemonSet struct{ generic }
+// daemonSet runs its pods on every node of every cluster it is placed in; its counts add up.
+type daemonSet struct {
+	generic
+	counts counted
+}
+
+func (d daemonSet) ReflectStatus(obj *unstructured.Unstructured) map[string]any {
+	return reflectFields(obj, d.counts.fields)
+}
+
+func (d daemonSet) AggregateStatus(template *unstructured.Unstructured, members []MemberStatus) map[string]any {
+	return d.counts.aggregate(template, members)
+}
 
 func (daemonSet) Health(obj *unstructured.Unstructured) workv1alpha1.Health {
 	st, _, _ := unstructured.NestedMap(obj.Object, "status")

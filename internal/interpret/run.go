@@ -138,7 +138,7 @@ func ParseStatusItems(items []any) ([]MemberStatus, error) {
 		if !ok {
 			return nil, fmt.Errorf("status item [%d] must be a map with clusterName, status, applied and health", i)
 		}
-		ms := MemberStatus{Health: workv1alpha1.HealthUnknown, Applied: true}
+		ms := MemberStatus{Health: workv1alpha1.HealthUnknown, Applied: true, Current: true, Observed: true}
 		ms.Cluster, _ = m["clusterName"].(string)
 		if ms.Cluster == "" {
 			return nil, fmt.Errorf("status item [%d]: clusterName is required", i)
@@ -149,6 +149,13 @@ func ParseStatusItems(items []any) ([]MemberStatus, error) {
 		if a, ok := m["applied"].(bool); ok {
 			ms.Applied = a
 		}
+		if c, ok := m["current"].(bool); ok {
+			ms.Current = c
+		}
+		if o, ok := m["observed"].(bool); ok {
+			ms.Observed = o
+		}
+		ms.Revision = toInt64(m["revision"])
 		if h, ok := m["health"].(string); ok {
 			ms.Health = workv1alpha1.Health(h)
 		}

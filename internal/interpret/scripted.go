@@ -137,7 +137,9 @@ func (s *scripted) AggregateStatus(tmpl *unstructured.Unstructured, members []Me
 	}
 	items := make([]any, 0, len(members))
 	for _, m := range members {
-		item := map[string]any{"clusterName": m.Cluster, "applied": m.Applied, "health": string(m.Health)}
+		// Karmada's fields, and the revision information a rollout-aware script needs.
+		item := map[string]any{"clusterName": m.Cluster, "applied": m.Applied, "health": string(m.Health),
+			"revision": m.Revision, "current": m.Current, "observed": m.Observed}
 		if m.Status != nil {
 			item["status"] = m.Status
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -24,6 +26,21 @@ type Fleet struct {
 	APIVersion string   `json:"apiVersion"`
 	Kind       string   `json:"kind"`
 	Members    []Member `json:"members"`
+	// Manager holds settings of the controller-manager `flotilla up` starts; flags of `up`
+	// given explicitly win over them.
+	Manager *ManagerSettings `json:"manager,omitempty"`
+}
+
+// ManagerSettings are the controller-manager settings a fleet file may give, each the
+// manager flag of the same name: durations as Go durations ("30s", "2m").
+type ManagerSettings struct {
+	ProbePeriod         string `json:"probePeriod,omitempty"`
+	ProbeTimeout        string `json:"probeTimeout,omitempty"`
+	FailureThreshold    int    `json:"failureThreshold,omitempty"`
+	DiscoveryInterval   string `json:"discoveryInterval,omitempty"`
+	FailoverGracePeriod string `json:"failoverGracePeriod,omitempty"`
+	// LogLevel is debug, info or error, or a positive integer for more verbose debug logs.
+	LogLevel string `json:"logLevel,omitempty"`
 }
 
 // Member is one member cluster of a local fleet.
@@ -135,6 +152,20 @@ func (f *Fleet) Validate() error {
 	if len(f.Members) == 0 {
 		errs = append(errs, errors.New("members: list at least one member cluster"))
 	}
+	if m := f.Manager; m != nil {
+		for field, v := range map[string]string{"manager.probePeriod": m.ProbePeriod, "manager.probeTimeout": m.ProbeTimeout,
+			"manager.discoveryInterval": m.DiscoveryInterval, "manager.failoverGracePeriod": m.FailoverGracePeriod} {
+			if d, err := time.ParseDuration(v); v != "" && (err != nil || d <= 0) {
+				errs = append(errs, fmt.Errorf("%s %q: give a positive Go duration such as 30s or 2m", field, v))
+			}
+		}
+		if m.FailureThreshold < 0 {
+			errs = append(errs, fmt.Errorf("manager.failureThreshold %d: give a positive count of failed probes", m.FailureThreshold))
+		}
+		if err := ValidLogLevel(m.LogLevel); m.LogLevel != "" && err != nil {
+			errs = append(errs, fmt.Errorf("manager.logLevel: %w", err))
+		}
+	}
 	if len(f.Members) > maxMembers {
 		errs = append(errs, fmt.Errorf("members: %d members, at most %d fit on one machine", len(f.Members), maxMembers))
 	}
@@ -197,4 +228,17 @@ func (f *Fleet) Names() []string {
 		names[i] = m.Name
 	}
 	return names
+}
+
+// ValidLogLevel checks a controller-manager log level: debug, info, error, or a positive
+// integer (more verbose debug logs).
+func ValidLogLevel(level string) error {
+	switch level {
+	case "debug", "info", "error":
+		return nil
+	}
+	if n, err := strconv.Atoi(level); err == nil && n > 0 {
+		return nil
+	}
+	return fmt.Errorf("%q: use debug, info, error or a positive integer", level)
 }

@@ -78,7 +78,13 @@ type state struct {
 	// ManagerBinary is the controller-manager binary last started, so `down` can recognise
 	// the process without being told.
 	ManagerBinary string `json:"managerBinary,omitempty"`
+	// ManagerArgs are the settings the controller-manager was last started with (probe,
+	// failover, log level), for `flotilla status`.
+	ManagerArgs []string `json:"managerArgs,omitempty"`
 }
+
+// ManagerSettings are the settings the controller-manager was last started with.
+func (f *LocalFleet) ManagerSettings() []string { return f.state.ManagerArgs }
 
 type ports struct {
 	EtcdClient     int            `json:"etcdClient"`
@@ -414,6 +420,7 @@ func (f *LocalFleet) prepare() error {
 	}
 	if f.opts.Manager != nil {
 		f.state.ManagerBinary = f.opts.Manager.Binary
+		f.state.ManagerArgs = f.opts.Manager.Args
 	}
 	return f.writeState()
 }

@@ -168,6 +168,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-detector")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the detector: %w", err)
 	}
+	if err := detector.SetupUnplaced(mgr); err != nil {
+		return err
+	}
 	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}

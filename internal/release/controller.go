@@ -272,8 +272,18 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		}
 	}
 
-	// Clusters of finished waves that joined since run the new revision at once.
+	// Clusters of finished waves that joined since run the new revision at once; those that
+	// left stay listed, as Left with the reason.
 	for i := 0; i < int(status.CurrentWave) && i < len(waves); i++ {
+		ws := &status.Waves[i]
+		previous := slices.Clone(ws.Clusters)
+		ws.Clusters = slices.DeleteFunc(ws.Clusters, func(cr rolloutv1alpha1.ClusterRelease) bool { return !slices.Contains(waves[i].Clusters, cr.Name) })
+		markLeft(ctx, c.Client, s.binding, ws, previous, waves[i].Clusters)
+		for j := range ws.Clusters {
+			if cr := &ws.Clusters[j]; cr.Phase == rolloutv1alpha1.ClusterLeft && slices.Contains(waves[i].Clusters, cr.Name) {
+				cr.Phase, cr.Message = rolloutv1alpha1.ClusterHealthy, fmt.Sprintf("returned to the placement; runs revision %d again", rel.Spec.Revision)
+			}
+		}
 		for _, cl := range waves[i].Clusters {
 			if s.pinnedTo(cl) != rel.Spec.Revision {
 				s.pin(cl, rel.Spec.Revision)
@@ -290,7 +300,7 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if status.Phase == rolloutv1alpha1.ReleasePaused {
 		// Resumed: the time paused does not count against the progress deadline.
 		if i := int(status.CurrentWave); i < len(status.Waves) && status.Waves[i].ProgressSince != nil {
-			status.Waves[i].ProgressSince = &metav1.Time{Time: s.now}
+			status.Waves[i].ProgressSince = &metav1.MicroTime{Time: s.now}
 		}
 	}
 	status.Phase = rolloutv1alpha1.ReleaseProgressing
@@ -326,6 +336,9 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	s.revs.Stable, s.revs.Pins, s.revs.Canaries = rel.Spec.Revision, nil, nil
 	status.Phase = rolloutv1alpha1.ReleaseSucceeded
 	status.Message = fmt.Sprintf("revision %d runs in every cluster", rel.Spec.Revision)
+	if left := leftClusters(status); len(left) > 0 {
+		status.Message = fmt.Sprintf("revision %d runs in every placed cluster; %s left the placement during the release (see their waves)", rel.Spec.Revision, strings.Join(left, ", "))
+	}
 	status.CompletedAt = &metav1.Time{Time: s.now}
 	return c.terminateAnalysis(ctx, s)
 }
@@ -335,10 +348,10 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
 	rel, ws := s.rel, &s.status.Waves[i]
 	if ws.StartedAt == nil {
-		ws.StartedAt = &metav1.Time{Time: s.now}
+		ws.StartedAt = &metav1.MicroTime{Time: s.now}
 	}
 	if len(wave.Clusters) == 0 {
-		ws.Phase, ws.Message, ws.CompletedAt = rolloutv1alpha1.WaveSucceeded, "selects no cluster", &metav1.Time{Time: s.now}
+		ws.Phase, ws.Message, ws.CompletedAt = rolloutv1alpha1.WaveSucceeded, "selects no cluster", &metav1.MicroTime{Time: s.now}
 		return true, nil
 	}
 	if wave.Spec != nil && len(wave.Spec.Steps) > 0 && int(ws.CurrentStep) < len(wave.Spec.Steps) && !rel.Spec.PromoteFull {
@@ -350,7 +363,9 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	if wave.Spec != nil && wave.Spec.MaxUnavailable != nil && !rel.Spec.PromoteFull {
 		batch = int(*wave.Spec.MaxUnavailable)
 	}
+	previous := slices.Clone(ws.Clusters)
 	ws.Clusters = ws.Clusters[:0]
+	defer func() { markLeft(ctx, c.Client, s.binding, ws, previous, wave.Clusters) }()
 	inFlight, healthy := 0, 0
 	var degraded []string
 	for _, cl := range wave.Clusters {
@@ -371,7 +386,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 			s.pin(cl, rel.Spec.Revision)
 			s.markUpdated(cl)
 			inFlight++
-			ws.ProgressSince = &metav1.Time{Time: s.now} // each batch gets the whole deadline
+			ws.ProgressSince = &metav1.MicroTime{Time: s.now} // each batch gets the whole deadline
 		}
 		cs := clusterStatus[cl]
 		cr := rolloutv1alpha1.ClusterRelease{Name: cl, Phase: rolloutv1alpha1.ClusterPending}
@@ -401,11 +416,11 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		if d, set, _ := policyv1alpha1.ParseDuration("", rel.Spec.Strategy.ProgressDeadline); set { // validated in step
 			deadline = d
 		}
-		since := ws.StartedAt
+		since := ws.StartedAt.Time
 		if ws.ProgressSince != nil {
-			since = ws.ProgressSince
+			since = ws.ProgressSince.Time
 		}
-		if left := deadline - s.now.Sub(since.Time); left <= 0 {
+		if left := deadline - s.now.Sub(since); left <= 0 {
 			return false, c.failed(ctx, s, fmt.Sprintf("wave %s: not healthy within the progress deadline %s", wave.Name, deadline))
 		} else {
 			s.after(left)
@@ -417,7 +432,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		ws.Message = "primaries healthy; removing the canaries"
 	}
 	if ws.HealthyAt == nil {
-		ws.HealthyAt = &metav1.Time{Time: s.now}
+		ws.HealthyAt = &metav1.MicroTime{Time: s.now}
 	}
 	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
 	if wave.Spec != nil && !promoted {
@@ -440,7 +455,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		}
 	}
 	ws.Phase, ws.Message = rolloutv1alpha1.WaveSucceeded, fmt.Sprintf("revision %d runs healthy in all %d", rel.Spec.Revision, len(wave.Clusters))
-	ws.CompletedAt = &metav1.Time{Time: s.now}
+	ws.CompletedAt = &metav1.MicroTime{Time: s.now}
 	return true, nil
 }
 
@@ -773,7 +788,7 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 	for int(ws.CurrentStep) < len(steps) {
 		k := int(ws.CurrentStep)
 		if ws.StepStartedAt == nil {
-			ws.StepStartedAt = &metav1.Time{Time: s.now}
+			ws.StepStartedAt = &metav1.MicroTime{Time: s.now}
 		}
 		st := steps[k]
 		switch {
@@ -821,7 +836,7 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 			}
 		}
 		ws.CurrentStep++
-		ws.StepStartedAt = &metav1.Time{Time: s.now}
+		ws.StepStartedAt = &metav1.MicroTime{Time: s.now}
 	}
 	return true, nil
 }

@@ -72,7 +72,9 @@ type CustomizationRules struct {
 	// +optional
 	StatusReflection *LuaScript `json:"statusReflection,omitempty"`
 	// StatusAggregation defines `function AggregateStatus(desiredObj, statusItems)` returning the
-	// template with its status set from the members' items ({clusterName, status, applied, health}).
+	// template with its status set from the members' items ({clusterName, status, applied, health,
+	// revision, current, observed}; current: the cluster runs the template as it is now, not a
+	// revision a release still holds it on).
 	// +optional
 	StatusAggregation *LuaScript `json:"statusAggregation,omitempty"`
 	// HealthInterpretation defines `function InterpretHealth(observedObj)` returning true when healthy.

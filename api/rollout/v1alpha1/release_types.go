@@ -51,6 +51,9 @@ const (
 	ClusterHealthy    ClusterPhase = "Healthy"
 	ClusterDegraded   ClusterPhase = "Degraded"
 	ClusterRolledBack ClusterPhase = "RolledBack"
+	// ClusterLeft: the cluster left the placement during the release (a failover evicted it,
+	// it was tainted or removed, or the policy changed); the message says which.
+	ClusterLeft ClusterPhase = "Left"
 )
 
 // BindingReference names the binding a release moves.
@@ -166,24 +169,26 @@ type WaveStatus struct {
 	Clusters []ClusterRelease `json:"clusters,omitempty"`
 	// startedAt is when the wave's first cluster was updated.
 	// +optional
-	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
 	// currentStep is the index of the canary step in progress; the number of steps once they
 	// are all done.
 	// +optional
 	CurrentStep int32 `json:"currentStep,omitempty"`
-	// stepStartedAt is when the current step started.
+	// stepStartedAt is when the current step started (to the microsecond: a pause is never
+	// shorter than it says).
 	// +optional
-	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
+	StepStartedAt *metav1.MicroTime `json:"stepStartedAt,omitempty"`
 	// progressSince starts the wave's progress deadline: when its latest batch of clusters was
 	// updated, or the release resumed.
 	// +optional
-	ProgressSince *metav1.Time `json:"progressSince,omitempty"`
-	// healthyAt is when every cluster of the wave first ran the revision healthy.
+	ProgressSince *metav1.MicroTime `json:"progressSince,omitempty"`
+	// healthyAt is when every cluster of the wave first ran the revision healthy (to the
+	// microsecond: the bake is measured from it and never ends early).
 	// +optional
-	HealthyAt *metav1.Time `json:"healthyAt,omitempty"`
+	HealthyAt *metav1.MicroTime `json:"healthyAt,omitempty"`
 	// completedAt is when the wave's gates passed.
 	// +optional
-	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	CompletedAt *metav1.MicroTime `json:"completedAt,omitempty"`
 	// analysisRun is the name of the wave's AnalysisRun.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253

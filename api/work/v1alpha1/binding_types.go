@@ -379,9 +379,9 @@ type ClusterStatus struct {
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
 	// degradedSince is when the object turned Degraded in this cluster; application failover
-	// counts its toleration from here.
+	// counts its toleration from here (to the microsecond).
 	// +optional
-	DegradedSince *metav1.Time `json:"degradedSince,omitempty"`
+	DegradedSince *metav1.MicroTime `json:"degradedSince,omitempty"`
 	// suspended: Flotilla's writes to this cluster are suspended.
 	// +optional
 	Suspended bool `json:"suspended,omitempty"`
