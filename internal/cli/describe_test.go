@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 )
@@ -91,5 +92,33 @@ func TestDescribeShowsAdoptionStates(t *testing.T) {
 				t.Errorf("describe of a staged adoption counts unadopted clusters as waiting or managed:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// describe says why a fleet cluster the template does not run on is missing, when the reason
+// is not merely the policy's selection: a taint that moved it off, a cluster not Ready.
+func TestDescribeSaysWhyAClusterIsNotPlaced(t *testing.T) {
+	b := releasedBinding(nil, workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy})
+	b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "east", Replicas: 4}}
+	ready := func(name string, status metav1.ConditionStatus, taints ...clusterv1alpha1.Taint) *clusterv1alpha1.Cluster {
+		return &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1alpha1.ClusterSpec{Taints: taints},
+			Status: clusterv1alpha1.ClusterStatus{Conditions: []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: status}}}}
+	}
+	c := fakeClient(b.DeepCopy(), ready("east", metav1.ConditionTrue),
+		ready("west", metav1.ConditionFalse, clusterv1alpha1.Taint{Key: "cluster.flotilla.dev/unreachable", Effect: clusterv1alpha1.TaintEffectNoExecute}),
+		ready("europe", metav1.ConditionTrue), ready("asia", metav1.ConditionFalse))
+	var out bytes.Buffer
+	if err := describeBinding(context.Background(), c, &out, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Not placed:",
+		"  west: the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute, which moves placements off it (cluster failover)",
+		"  asia: the cluster is not Ready",
+		"  1 other cluster(s): not selected by the policy",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -102,6 +102,9 @@ func TestKilledComponentsAreRestarted(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.MatchRegexp(`(?m)^east-kube-scheduler\s+east\s+\d+\s+\d+Mi\s+running\s+\d+\s+signal: killed, \S+ ago`))
 	g.Expect(out).To(gomega.MatchRegexp(`(?m)^` + regexp.QuoteMeta(managerName) + `\s+flotilla\s+\d+\s+\d+Mi\s+running\s+\d+\s+signal: killed`))
+	// The manager came back with the settings it was started with, and status says them.
+	g.Expect(out).To(gomega.MatchRegexp(`(?m)^controller-manager settings: .*--probe-period=` + regexp.QuoteMeta(probePeriod.String()) +
+		`.*--failover-grace-period=` + regexp.QuoteMeta(failoverGrace.String())))
 	g.Eventually(func() int {
 		_, code := get(t, "http://"+fleet.ManagerHealthAddress()+"/readyz")
 		return code
