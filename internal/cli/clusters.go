@@ -82,22 +82,36 @@ func parseLabels(pairs []string) (map[string]string, error) {
 }
 
 func newUnjoinCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var objects string
+	var wait time.Duration
+	cmd := &cobra.Command{
 		Use:   "unjoin NAME",
-		Short: "Remove a member cluster's Cluster and credentials; nothing in the member is touched",
+		Short: "Remove a member cluster: drain its Works, delete its Cluster and credentials; its objects stay unless --objects says otherwise",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			policy := clusterv1alpha1.ClusterDeletionPolicy(objects)
+			switch policy {
+			case "", clusterv1alpha1.ClusterDeletionOrphan, clusterv1alpha1.ClusterDeletionDelete, clusterv1alpha1.ClusterDeletionRelease:
+			default:
+				return fmt.Errorf("--objects %q: use Orphan (leave the member's objects running), Delete (remove them) or Release (hand them back to unmanaged)", objects)
+			}
+			if wait < 0 {
+				return fmt.Errorf("--wait %s: give a duration of 0 or more", wait)
+			}
 			c, err := g.controlPlaneClient()
 			if err != nil {
 				return err
 			}
-			if err := registration.Unjoin(cmd.Context(), c, args[0]); err != nil {
+			if err := registration.Unjoin(cmd.Context(), c, args[0], registration.UnjoinOptions{Objects: policy, Wait: wait, Progress: g.streams.Out}); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.streams.Out, "cluster/%s unjoined\n", args[0])
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&objects, "objects", "", "what happens to Flotilla's objects in the member: Orphan (default: left running), Delete, or Release (handed back to unmanaged); sets the Cluster's deletionPolicy")
+	cmd.Flags().DurationVar(&wait, "wait", 2*time.Minute, "how long to wait for the cluster's Works to drain; 0 returns at once")
+	return cmd
 }
 
 // getResource is a kind `flotilla get` knows.

@@ -3,7 +3,9 @@
 // Cluster's status (Ready condition, version, served APIs, nodes, resource summary) and emits
 // events when readiness changes.
 //
-// It writes only Cluster status and events, never member objects. To keep control-plane writes
+// It writes only Cluster status, its finalizer and events, never member objects. A deleted
+// (unjoined) Cluster keeps its connection until the executor has drained its Works as the
+// Cluster's deletionPolicy says; then its execution namespace goes and the finalizer with it. To keep control-plane writes
 // few it patches status only when something observable changed, or to refresh lastProbeTime
 // once per HeartbeatInterval; a probe that changes nothing costs one cached read.
 package cluster
@@ -27,12 +29,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
@@ -94,8 +98,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !cl.DeletionTimestamp.IsZero() {
-		r.Cache.Disconnect(cl.Name)
-		return ctrl.Result{}, nil
+		return r.finalize(ctx, cl)
+	}
+	if !controllerutil.ContainsFinalizer(cl, clusterv1alpha1.Finalizer) {
+		patch := client.MergeFrom(cl.DeepCopy())
+		controllerutil.AddFinalizer(cl, clusterv1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, cl, patch); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	before := cl.DeepCopy()
@@ -231,4 +241,54 @@ func (r *Reconciler) statusChanged(old, cur *clusterv1alpha1.ClusterStatus) bool
 		return false
 	}
 	return old.LastProbeTime == nil || r.Clock.Since(old.LastProbeTime.Time) >= HeartbeatInterval
+}
+
+// executionNamespacePrefix matches execute.ExecutionNamespacePrefix; execute depends on this
+// package's API, not the other way round.
+const executionNamespacePrefix = "flotilla-es-"
+
+// finalize drains a deleted Cluster: its Works are deleted (the executor keeps, deletes or
+// releases their member objects as spec.deletionPolicy says, while the connection stays),
+// then its execution namespace, then the connection and the finalizer.
+func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(cl, clusterv1alpha1.Finalizer) {
+		r.Cache.Disconnect(cl.Name)
+		return ctrl.Result{}, nil
+	}
+	ns := executionNamespacePrefix + cl.Name
+	works := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, works, client.InNamespace(ns)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(works.Items) > 0 {
+		for i := range works.Items {
+			if w := &works.Items[i]; w.DeletionTimestamp.IsZero() {
+				if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+			}
+		}
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	r.Cache.Disconnect(cl.Name)
+	patch := client.MergeFrom(cl.DeepCopy())
+	controllerutil.RemoveFinalizer(cl, clusterv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, cl, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(cl, nil, corev1.EventTypeNormal, "Unjoined", "Unjoin", "Works drained (deletionPolicy %s); execution namespace %s deleted",
+			orphanDefault(cl.Spec.DeletionPolicy), ns)
+	}
+	return ctrl.Result{}, nil
+}
+
+func orphanDefault(p clusterv1alpha1.ClusterDeletionPolicy) clusterv1alpha1.ClusterDeletionPolicy {
+	if p == "" {
+		return clusterv1alpha1.ClusterDeletionOrphan
+	}
+	return p
 }

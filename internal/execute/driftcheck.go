@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -332,12 +332,7 @@ func (e *Executor) checkEveryWork(ctx context.Context) error {
 			if !strings.HasPrefix(works.Items[i].Namespace, ExecutionNamespacePrefix) {
 				continue
 			}
-			w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: works.Items[i].Namespace, Name: works.Items[i].Name}}
-			select {
-			case e.changes <- event.GenericEvent{Object: w}:
-			case <-ctx.Done():
-				return nil
-			}
+			e.changes.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&works.Items[i])})
 		}
 	}
 }

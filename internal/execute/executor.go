@@ -92,7 +92,9 @@ type Executor struct {
 	Members *clustercache.Cache
 	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
 	Interpreters *interpret.Registry
-	changes      chan event.GenericEvent
+	// changes queues the Works whose member objects changed: straight into the controller's
+	// queue, one entry per Work, never dropped.
+	changes *kube.QueueSource[reconcile.Request]
 	// namespaces remembers member namespaces known to exist, per cluster, to save a call per apply.
 	namespaces sync.Map
 	// applied remembers the generation and manifests hash last applied per Work, so an apply
@@ -114,7 +116,7 @@ type Executor struct {
 
 // SetupWithManager registers the executor.
 func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
-	e.changes = make(chan event.GenericEvent, 4096)
+	e.changes = kube.NewQueueSource[reconcile.Request]()
 	inExecutionNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return strings.HasPrefix(o.GetNamespace(), ExecutionNamespacePrefix)
 	})
@@ -133,7 +135,7 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 		// A member that is reachable again gets its waiting Works (and pending deletions of
 		// stale placements) at once, not at their next retry.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(e.worksOfCluster), builder.WithPredicates(becameReady)).
-		WatchesRawSource(source.Channel(e.changes, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(e.changes).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(e)
 }
@@ -185,11 +187,7 @@ func (e *Executor) onMemberChange(ev clustercache.ObjectEvent) {
 	if ns == "" || name == "" {
 		return
 	}
-	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	select {
-	case e.changes <- event.GenericEvent{Object: w}:
-	default: // a full queue already holds work to do; the next change or resync catches up
-	}
+	e.changes.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 }
 
 // Reconcile applies one Work or removes its objects.
@@ -214,20 +212,28 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if !controllerutil.ContainsFinalizer(w, Finalizer) {
 			return ctrl.Result{}, nil
 		}
+		policy := w.Spec.DeletionPolicy
+		unjoining, clusterPolicy := e.clusterUnjoining(ctx, cluster)
+		if unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionRelease {
+			policy = workv1alpha1.DeletionRelease
+		}
 		switch {
 		case w.Spec.Suspend:
 			// Suspended means no writes at all, deletes included: the objects stay as they are.
 			log.Info("Work deleted while suspended; its member objects are left in place")
-		case w.Spec.DeletionPolicy == workv1alpha1.DeletionRelease && !connected:
+		case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionOrphan:
+			// The cluster leaves the fleet and keeps what runs there.
+			log.Info("Cluster unjoined with deletionPolicy Orphan; its objects are left in place")
+		case policy == workv1alpha1.DeletionRelease && !connected:
 			log.Info("Cluster gone; nothing to hand back", "cluster", cluster)
-		case w.Spec.DeletionPolicy == workv1alpha1.DeletionRelease:
+		case policy == workv1alpha1.DeletionRelease:
 			if !reachable {
 				return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 			}
 			if err := e.releaseObjects(ctx, cluster, w); err != nil {
 				return ctrl.Result{}, err
 			}
-		case w.Spec.DeletionPolicy != "Orphan":
+		case policy != "Orphan":
 			if !connected {
 				// The cluster was unjoined: nobody can reach its objects any more.
 				log.Info("Cluster gone; leaving its objects", "cluster", cluster)
@@ -242,7 +248,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		e.forgetWork(req.NamespacedName)
 		patch := client.MergeFrom(w.DeepCopy())
 		controllerutil.RemoveFinalizer(w, Finalizer)
-		return ctrl.Result{}, e.Client.Patch(ctx, w, patch)
+		return ctrl.Result{}, client.IgnoreNotFound(e.Client.Patch(ctx, w, patch))
 	}
 	if !controllerutil.ContainsFinalizer(w, Finalizer) {
 		patch := client.MergeFrom(w.DeepCopy())
@@ -800,3 +806,17 @@ func usedByAnotherWork(works []workv1alpha1.Work, self *workv1alpha1.Work, obj *
 }
 
 func ptrUID(u types.UID) *types.UID { return &u }
+
+// clusterUnjoining says whether a Work's cluster is being deleted (unjoined), and its
+// deletion policy (Orphan when unset): the cluster's policy then decides what happens to the
+// member objects, whatever the binding's own deletion rule.
+func (e *Executor) clusterUnjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy) {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.DeletionTimestamp.IsZero() {
+		return false, ""
+	}
+	if cl.Spec.DeletionPolicy == "" {
+		return true, clusterv1alpha1.ClusterDeletionOrphan
+	}
+	return true, cl.Spec.DeletionPolicy
+}

@@ -1,6 +1,7 @@
 package interpret
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/luavm"
 )
 
 var deploymentGK = schema.GroupKind{Group: "apps", Kind: "Deployment"}
@@ -227,6 +229,38 @@ func TestDeploymentDegraded(t *testing.T) {
 		obj := deploy(2, 3, map[string]any{"observedGeneration": int64(2), "conditions": []any{cond}})
 		if got := in.Health(obj); got != workv1alpha1.HealthDegraded {
 			t.Errorf("%s: health %s, want Degraded", name, got)
+		}
+	}
+}
+
+// A customization change notifies every subscriber of every kind it touches, however many
+// arrive before the subscriber reads: nothing is dropped, and the customization controller is
+// never blocked by a slow subscriber.
+func TestRegistryNotifiesWithoutDropping(t *testing.T) {
+	r := NewRegistry(luavm.Limits{})
+	ch := r.Subscribe()
+	const kinds = 3000 // more than any bounded buffer would hold
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.mu.Lock()
+		for i := range kinds {
+			r.notify(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: fmt.Sprintf("K%d", i)})
+		}
+		r.mu.Unlock()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("notify blocked on a subscriber that is not reading")
+	}
+	seen := map[string]bool{}
+	for len(seen) < kinds {
+		select {
+		case ev := <-ch:
+			seen[ev.Object.GetKind()] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("received %d of %d kinds", len(seen), kinds)
 		}
 	}
 }

@@ -78,7 +78,7 @@ type Registry struct {
 	// byName is what the controller put in force; byTarget is derived from it.
 	byName      map[string]*Customization
 	byTarget    map[schema.GroupVersionKind]*Customization
-	subscribers []chan event.TypedGenericEvent[*unstructured.Unstructured]
+	subscribers []*subscriber
 }
 
 // Subscribe returns a channel that receives an empty object of a kind whenever the
@@ -87,22 +87,56 @@ type Registry struct {
 func (r *Registry) Subscribe() <-chan event.TypedGenericEvent[*unstructured.Unstructured] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ch := make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024)
-	r.subscribers = append(r.subscribers, ch)
-	return ch
+	sub := &subscriber{out: make(chan event.TypedGenericEvent[*unstructured.Unstructured]), wake: make(chan struct{}, 1),
+		pending: map[schema.GroupVersionKind]bool{}}
+	go sub.pump()
+	r.subscribers = append(r.subscribers, sub)
+	return sub.out
+}
+
+// subscriber holds the kinds not yet delivered to one subscriber: a set, so a kind changed
+// many times before delivery is delivered once, and nothing is ever dropped or blocks the
+// customization controller.
+type subscriber struct {
+	out     chan event.TypedGenericEvent[*unstructured.Unstructured]
+	wake    chan struct{}
+	mu      sync.Mutex
+	pending map[schema.GroupVersionKind]bool
+}
+
+func (s *subscriber) add(gvk schema.GroupVersionKind) {
+	s.mu.Lock()
+	s.pending[gvk] = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// pump delivers the pending kinds, blocking on the subscriber's reads only.
+func (s *subscriber) pump() {
+	for range s.wake {
+		s.mu.Lock()
+		kinds := make([]schema.GroupVersionKind, 0, len(s.pending))
+		for gvk := range s.pending {
+			kinds = append(kinds, gvk)
+		}
+		clear(s.pending)
+		s.mu.Unlock()
+		for _, gvk := range kinds {
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			s.out <- event.TypedGenericEvent[*unstructured.Unstructured]{Object: obj}
+		}
+	}
 }
 
 // notify tells subscribers about kinds whose interpretation changed; called with r.mu held.
-// A full channel drops the event rather than block the customization controller.
 func (r *Registry) notify(kinds ...schema.GroupVersionKind) {
 	for _, gvk := range kinds {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(gvk)
-		for _, ch := range r.subscribers {
-			select {
-			case ch <- event.TypedGenericEvent[*unstructured.Unstructured]{Object: obj}:
-			default:
-			}
+		for _, s := range r.subscribers {
+			s.add(gvk)
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
@@ -277,7 +278,7 @@ func writeCluster(ctx context.Context, c client.Client, existing *clusterv1alpha
 }
 
 // Unjoin deletes the Cluster and its credentials Secret. Nothing in the member is touched.
-func Unjoin(ctx context.Context, c client.Client, name string) error {
+func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) error {
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -285,8 +286,39 @@ func Unjoin(ctx context.Context, c client.Client, name string) error {
 		}
 		return err
 	}
+	if o.Objects != "" && o.Objects != cluster.Spec.DeletionPolicy {
+		patch := client.MergeFrom(cluster.DeepCopy())
+		cluster.Spec.DeletionPolicy = o.Objects
+		if err := c.Patch(ctx, cluster, patch); err != nil {
+			return fmt.Errorf("setting deletionPolicy %s on cluster %q: %w", o.Objects, name, err)
+		}
+	}
 	if err := c.Delete(ctx, cluster); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting cluster %q: %w", name, err)
+	}
+	if o.Wait > 0 {
+		// The controller-manager drains the cluster's Works first (the finalizer holds it).
+		deadline := time.Now().Add(o.Wait)
+		said := -1
+		for {
+			err := c.Get(ctx, client.ObjectKey{Name: name}, &clusterv1alpha1.Cluster{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			works := &workv1alpha1.WorkList{}
+			if err := c.List(ctx, works, client.InNamespace("flotilla-es-"+name)); err == nil && len(works.Items) != said && o.Progress != nil {
+				said = len(works.Items)
+				fmt.Fprintf(o.Progress, "cluster/%s: %d Works left to drain\n", name, said)
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("cluster %q is still draining its Works after %s (is the controller-manager running?); it goes once they are gone", name, o.Wait)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
 	}
 	ref := cluster.Spec.CredentialsSecretRef
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
@@ -294,6 +326,17 @@ func Unjoin(ctx context.Context, c client.Client, name string) error {
 		return fmt.Errorf("deleting credentials secret %s/%s of cluster %q: %w", ref.Namespace, ref.Name, name, err)
 	}
 	return nil
+}
+
+// UnjoinOptions say what unjoining does to the member's objects and whether to wait.
+type UnjoinOptions struct {
+	// Objects sets the Cluster's deletionPolicy before deleting it; empty keeps the policy
+	// the Cluster has (Orphan when unset: the member's objects stay).
+	Objects clusterv1alpha1.ClusterDeletionPolicy
+	// Wait bounds waiting for the Cluster's Works to drain; 0 does not wait.
+	Wait time.Duration
+	// Progress receives a line each time the count of Works left changes.
+	Progress io.Writer
 }
 
 // WaitReady waits until every named Cluster is Ready, calling onReady once per cluster as it

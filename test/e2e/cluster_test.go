@@ -13,12 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/registration"
 )
@@ -164,8 +167,9 @@ current-context: gone
 	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "a failed join must not create the Secret: %v", err)
 }
 
-// A joined cluster is probed to Ready; unjoin removes its Cluster and Secret and leaves the
-// member alone.
+// A joined cluster is probed to Ready; unjoin drains its Works and execution namespace, removes
+// its Cluster and Secret and leaves the member's objects alone, unless --objects Delete says
+// to remove them.
 func TestJoinThenUnjoin(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
@@ -183,14 +187,56 @@ func TestJoinThenUnjoin(t *testing.T) {
 	_, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("already joined")))
 
+	// Something placed on it, to see what unjoining does with it.
+	ns := "unjoin"
+	ensureNamespace(t, cp, ns)
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "probe"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east-again"}}},
+		},
+	}
+	createAll(t, g, policy, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Data: map[string]string{"k": "v"}})
+	inMember := func() error {
+		return memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe"}, &corev1.ConfigMap{})
+	}
+	g.Eventually(inMember).Should(gomega.Succeed())
+	execNS := client.ObjectKey{Name: "flotilla-es-east-again"}
+	g.Expect(cp.Get(ctx, execNS, &corev1.Namespace{})).To(gomega.Succeed())
+
+	// Unjoin drains the cluster's Works and its execution namespace; by default the member's
+	// objects stay running.
 	out, err = flotilla("unjoin", "east-again", "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(apierrors.IsNotFound(cp.Get(ctx, client.ObjectKey{Name: "east-again"}, &clusterv1alpha1.Cluster{}))).To(gomega.BeTrue())
 	g.Expect(apierrors.IsNotFound(cp.Get(ctx, secretKey, &corev1.Secret{}))).To(gomega.BeTrue())
+	works := &workv1alpha1.WorkList{}
+	g.Expect(cp.List(ctx, works, client.InNamespace(execNS.Name))).To(gomega.Succeed())
+	g.Expect(works.Items).To(gomega.BeEmpty(), "the cluster's Works are drained before it goes")
+	g.Eventually(func() bool { return apierrors.IsNotFound(cp.Get(ctx, execNS, &corev1.Namespace{})) }).Should(gomega.BeTrue(), "its execution namespace goes")
+	g.Expect(inMember()).To(gomega.Succeed(), "unjoin leaves the member's objects running by default")
 	g.Expect(readyStatus(t, "east")).To(gomega.Equal(metav1.ConditionTrue), "the member itself stays joined under its own name")
 
 	_, err = flotilla("unjoin", "east-again", "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`cluster "east-again" is not joined`)))
+
+	// Joined again, it takes the object back; unjoined with --objects Delete, the object goes.
+	out, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Eventually(func() int {
+		_ = cp.List(ctx, works, client.InNamespace(execNS.Name))
+		return len(works.Items)
+	}).Should(gomega.Equal(1))
+	g.Eventually(func() bool {
+		_ = cp.List(ctx, works, client.InNamespace(execNS.Name))
+		return len(works.Items) == 1 && meta.IsStatusConditionTrue(works.Items[0].Status.Conditions, workv1alpha1.ConditionApplied)
+	}).Should(gomega.BeTrue())
+	out, err = flotilla("unjoin", "east-again", "--objects", "Delete", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(apierrors.IsNotFound(inMember())).To(gomega.BeTrue(), "--objects Delete removes the member's objects before the cluster goes")
+	_, err = flotilla("unjoin", "east", "--objects", "Sideways", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`--objects "Sideways": use Orphan`)))
 }
 
 // Invalid Clusters are rejected at admission with a message naming the field.

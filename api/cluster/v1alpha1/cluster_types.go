@@ -115,7 +115,29 @@ type ClusterSpec struct {
 	// +listMapKey=effect
 	// +kubebuilder:validation:MaxItems=32
 	Taints []Taint `json:"taints,omitempty"`
+
+	// deletionPolicy says what happens to the objects Flotilla placed in the member when the
+	// Cluster is deleted (`flotilla unjoin`): Orphan (default) leaves them running as they are,
+	// Delete removes them, Release hands them back to unmanaged (Flotilla's marks stripped).
+	// Either way the cluster's Works and its execution namespace on the control plane go.
+	// +optional
+	// +kubebuilder:validation:Enum=Orphan;Delete;Release
+	DeletionPolicy ClusterDeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// ClusterDeletionPolicy is what unjoining does to the member's objects.
+type ClusterDeletionPolicy string
+
+// Cluster deletion policies.
+const (
+	ClusterDeletionOrphan  ClusterDeletionPolicy = "Orphan"
+	ClusterDeletionDelete  ClusterDeletionPolicy = "Delete"
+	ClusterDeletionRelease ClusterDeletionPolicy = "Release"
+)
+
+// Finalizer holds a deleted Cluster until its Works are drained (their member objects kept,
+// deleted or released as spec.deletionPolicy says) and its execution namespace is gone.
+const Finalizer = "cluster.flotilla.dev/cleanup"
 
 // APIResource is one resource a member serves.
 type APIResource struct {
