@@ -882,9 +882,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			Message: "the member objects match the manifests", ObservedGeneration: b.GetGeneration()})
 	}
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
-		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
-		*b.BindingStatus() = *status
-		if err := c.Client.Status().Patch(ctx, b, patch); err != nil {
+		if err := writeStatus(ctx, c.Client, b, status); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
@@ -205,4 +207,17 @@ func dropCondition(status map[string]any, condType string) {
 	if len(kept) != len(conds) {
 		status["conditions"] = kept
 	}
+}
+
+// writeStatus applies the binding controller's part of a binding's status: every field and
+// condition but the scheduler's Scheduled, under its own field manager, so a stale cached copy
+// never writes back the scheduler's condition (nor the scheduler ours).
+func writeStatus(ctx context.Context, c client.Client, b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus) error {
+	own := status.DeepCopy()
+	meta.RemoveStatusCondition(&own.Conditions, workv1alpha1.ConditionScheduled)
+	if err := kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), own, workv1alpha1.BindingStatusManager); err != nil {
+		return err
+	}
+	*b.BindingStatus() = *status
+	return nil
 }

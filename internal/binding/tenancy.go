@@ -128,9 +128,7 @@ func (c *Controller) refuse(ctx context.Context, b workv1alpha1.Binding, msg str
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: conditionStalled, Status: metav1.ConditionTrue, Reason: "Refused", Message: msg, ObservedGeneration: gen})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: "Refused", Message: msg, ObservedGeneration: gen})
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
-		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
-		*b.BindingStatus() = *status
-		if err := c.Client.Status().Patch(ctx, b, patch); err != nil {
+		if err := writeStatus(ctx, c.Client, b, status); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -15,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
@@ -41,9 +43,12 @@ type Recorder struct {
 func (r *Recorder) SetupWithManager(mgr ctrl.Manager) error {
 	// Adding or removing a policy's rollout changes no binding: the policies are watched too.
 	byPolicy := handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)
+	// The recorder acts on the binding's spec (the template's hash, the revisions); status
+	// writes do not wake it.
+	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).Named("release-recorder").
-		For(&workv1alpha1.ResourceBinding{}).
-		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
+		For(&workv1alpha1.ResourceBinding{}, specChanged).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}, specChanged).
 		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).

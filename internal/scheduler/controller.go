@@ -29,6 +29,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
 )
 
@@ -61,11 +62,14 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	all := handler.EnqueueRequestsFromMapFunc(c.allBindings)
 	group := handler.EnqueueRequestsFromMapFunc(c.groupOf)
+	// Only a binding's spec is a scheduling input: its status writes (the binding
+	// controller's, several per release step) wake the scheduler no more.
+	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).Named("scheduler").
-		For(&workv1alpha1.ResourceBinding{}).
-		Watches(&workv1alpha1.ResourceBinding{}, group).
-		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
-		Watches(&workv1alpha1.ClusterResourceBinding{}, group).
+		For(&workv1alpha1.ResourceBinding{}, specChanged).
+		Watches(&workv1alpha1.ResourceBinding{}, group, specChanged).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}, specChanged).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, group, specChanged).
 		Watches(&clusterv1alpha1.Cluster{}, all, builder.WithPredicates(schedulingInputsChanged)).
 		Watches(&policyv1alpha1.PropagationPolicy{}, all).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, all).
@@ -217,9 +221,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil && c.Recorder != nil {
 			c.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "Unschedulable", "Schedule", "%s", err.Error())
 		}
-		statusPatch := client.MergeFrom(b.DeepCopyObject().(client.Object))
-		meta.SetStatusCondition(&b.BindingStatus().Conditions, cond)
-		if perr := c.Client.Status().Patch(ctx, b, statusPatch); perr != nil {
+		if perr := writeScheduled(ctx, c.Client, b, cond); perr != nil {
 			return ctrl.Result{}, perr
 		}
 	}
@@ -644,4 +646,24 @@ func spread(constraints []policyv1alpha1.SpreadConstraint, candidates []clusterv
 		candidates = kept
 	}
 	return candidates, nil
+}
+
+// WriteScheduled is writeScheduled for tests of the binding status's other writer.
+func WriteScheduled(ctx context.Context, c client.Client, b workv1alpha1.Binding, cond metav1.Condition) error {
+	return writeScheduled(ctx, c, b, cond)
+}
+
+// writeScheduled applies the scheduler's one status field, the Scheduled condition, under its
+// own field manager: the binding controller's conditions are never written from this
+// controller's (possibly stale) copy.
+func writeScheduled(ctx context.Context, c client.Client, b workv1alpha1.Binding, cond metav1.Condition) error {
+	conds := slices.Clone(b.BindingStatus().Conditions)
+	meta.SetStatusCondition(&conds, cond) // keeps lastTransitionTime while the status stays
+	own := meta.FindStatusCondition(conds, workv1alpha1.ConditionScheduled)
+	status := &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{*own}}
+	if err := kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), status, workv1alpha1.SchedulerStatusManager); err != nil {
+		return err
+	}
+	b.BindingStatus().Conditions = conds
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Condition types of bindings and works.
@@ -598,6 +599,22 @@ func NewBinding(namespace, name string) Binding {
 	}
 	return &ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 }
+
+// BindingGVK is the group, version and kind of a binding.
+func BindingGVK(b Binding) schema.GroupVersionKind {
+	if _, cluster := b.(*ClusterResourceBinding); cluster {
+		return GroupVersion.WithKind("ClusterResourceBinding")
+	}
+	return GroupVersion.WithKind("ResourceBinding")
+}
+
+// Field managers of binding status: each controller applies only what it owns.
+const (
+	// SchedulerStatusManager owns the Scheduled condition.
+	SchedulerStatusManager = "flotilla-scheduler"
+	// BindingStatusManager owns every other field and condition of binding status.
+	BindingStatusManager = "flotilla-binding"
+)
 
 // Manifest is one whole Kubernetes object.
 // +kubebuilder:pruning:PreserveUnknownFields

@@ -1,0 +1,103 @@
+package binding
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/scheduler"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+)
+
+// The binding's status has two writers, the scheduler (Scheduled) and the binding controller
+// (the rest). Each writes from its own cached copy, which may be stale; on the real API server
+// neither may write back an old version of the other's condition. With whole-list merge
+// patches of status.conditions, the second writer's stale copy reverted the first's change.
+func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
+	ctx := context.Background()
+	_, c := testenv.Start(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource:  workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"},
+		}}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	read := func() *workv1alpha1.ResourceBinding {
+		t.Helper()
+		got := &workv1alpha1.ResourceBinding{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	cond := func(t, s, reason string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: metav1.ConditionStatus(s), Reason: reason, Message: reason, LastTransitionTime: metav1.Now()}
+	}
+	scheduled := cond(workv1alpha1.ConditionScheduled, "True", "Scheduled")
+	if err := scheduler.WriteScheduled(ctx, c, read(), scheduled); err != nil {
+		t.Fatal(err)
+	}
+	applied := &workv1alpha1.ResourceBindingStatus{Health: workv1alpha1.HealthHealthy,
+		Conditions: []metav1.Condition{cond(workv1alpha1.ConditionApplied, "True", "Applied")}}
+	if err := writeStatus(ctx, c, read(), applied); err != nil {
+		t.Fatal(err)
+	}
+
+	// The binding controller's copy goes stale; the scheduler then finds no cluster.
+	staleForBinding := read()
+	if err := scheduler.WriteScheduled(ctx, c, read(), cond(workv1alpha1.ConditionScheduled, "False", "Unschedulable")); err != nil {
+		t.Fatal(err)
+	}
+	status := staleForBinding.Status.DeepCopy() // still holds Scheduled=True
+	meta.SetStatusCondition(&status.Conditions, cond(workv1alpha1.ConditionApplied, "False", "ApplyFailed"))
+	if err := writeStatus(ctx, c, staleForBinding, status); err != nil {
+		t.Fatal(err)
+	}
+	got := read()
+	if s := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionScheduled); s == nil || s.Reason != "Unschedulable" {
+		t.Errorf("the binding controller's stale copy wrote back Scheduled: %+v", s)
+	}
+	if a := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied); a == nil || a.Reason != "ApplyFailed" {
+		t.Errorf("Applied = %+v, want ApplyFailed", a)
+	}
+
+	// And the other way round: the scheduler's stale copy leaves the binding controller's
+	// Applied and health alone.
+	staleForScheduler := read()
+	status = read().Status.DeepCopy()
+	meta.SetStatusCondition(&status.Conditions, cond(workv1alpha1.ConditionApplied, "True", "Applied"))
+	status.Health = workv1alpha1.HealthProgressing
+	if err := writeStatus(ctx, c, read(), status); err != nil {
+		t.Fatal(err)
+	}
+	if err := scheduler.WriteScheduled(ctx, c, staleForScheduler, scheduled); err != nil {
+		t.Fatal(err)
+	}
+	got = read()
+	if a := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied); a == nil || a.Reason != "Applied" || got.Status.Health != workv1alpha1.HealthProgressing {
+		t.Errorf("the scheduler's stale copy wrote back the binding controller's fields: Applied %+v, health %s", a, got.Status.Health)
+	}
+	if s := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionScheduled); s == nil || s.Reason != "Scheduled" {
+		t.Errorf("Scheduled = %+v, want Scheduled", s)
+	}
+	// A condition the binding controller drops is gone; the scheduler's stays.
+	status = read().Status.DeepCopy()
+	meta.RemoveStatusCondition(&status.Conditions, workv1alpha1.ConditionApplied)
+	if err := writeStatus(ctx, c, read(), status); err != nil {
+		t.Fatal(err)
+	}
+	got = read()
+	if meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied) != nil || meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
+		t.Errorf("after dropping Applied: %+v", got.Status.Conditions)
+	}
+}
