@@ -466,9 +466,9 @@ func (c *Controller) handBack(ctx context.Context, w *workv1alpha1.Work) error {
 	return nil
 }
 
-// notReachedYet reports a cluster that a staged first release has not reached: revisions
-// are tracked and the cluster has none, or the policy stages the first revision and it is not
-// recorded yet.
+// notReachedYet reports a cluster that a staged first release has not reached (revisions are
+// tracked and the cluster has none), or any cluster of a template released in waves whose
+// first revision is not recorded yet.
 func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, cluster string, hasWorks bool) (bool, error) {
 	revs := b.BindingSpec().Revisions
 	if revs != nil {
@@ -481,7 +481,10 @@ func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, 
 	if err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return policy.Rollout != nil && policy.Rollout.StageFirstRevision, nil
+	// A template released in waves reaches no cluster before its first revision is recorded:
+	// what the members first run is then exactly revision 1, and a change made in between is a
+	// new revision with its release, never an update that skips the waves.
+	return policy.Rollout != nil, nil
 }
 
 // forgetWrites drops the write expectations of a binding's Works.
