@@ -171,6 +171,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := detector.SetupUnplaced(mgr); err != nil {
 		return err
 	}
+	if err := detector.IndexBindingsByPolicy(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing bindings by policy: %w", err)
+	}
 	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}

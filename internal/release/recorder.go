@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,6 +24,8 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
 )
 
 const defaultHistory = 10
@@ -56,28 +57,7 @@ func (r *Recorder) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *Recorder) bindingsOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {
-	ref := workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: o.GetName()}
-	if o.GetNamespace() != "" {
-		ref = workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: o.GetNamespace(), Name: o.GetName()}
-	}
-	var reqs []reconcile.Request
-	list := &workv1alpha1.ResourceBindingList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err == nil {
-		for i := range list.Items {
-			if list.Items[i].Spec.PolicyRef == ref {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-		}
-	}
-	clusterList := &workv1alpha1.ClusterResourceBindingList{}
-	if err := r.Client.List(ctx, clusterList); err == nil {
-		for i := range clusterList.Items {
-			if clusterList.Items[i].Spec.PolicyRef == ref {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&clusterList.Items[i])})
-			}
-		}
-	}
-	return reqs
+	return detector.BindingsOfPolicy(ctx, r.Client, o)
 }
 
 // DeleteHistory removes a binding's revisions and releases: when its rollout goes away, so a

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/internal/failover"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +27,8 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
@@ -61,6 +62,11 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		}
 	}
 	all := handler.EnqueueRequestsFromMapFunc(c.allBindings)
+	// A policy's placement is read by its own bindings only (the detector moves a template to
+	// another policy by rewriting the binding's spec).
+	byPolicy := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return detector.BindingsOfPolicy(ctx, c.Client, o)
+	})
 	group := handler.EnqueueRequestsFromMapFunc(c.groupOf)
 	// Only a binding's spec is a scheduling input: its status writes (the binding
 	// controller's, several per release step) wake the scheduler no more.
@@ -71,8 +77,8 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}, specChanged).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, group, specChanged).
 		Watches(&clusterv1alpha1.Cluster{}, all, builder.WithPredicates(schedulingInputsChanged)).
-		Watches(&policyv1alpha1.PropagationPolicy{}, all).
-		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, all).
+		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
+		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(c)
 }

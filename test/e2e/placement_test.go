@@ -208,3 +208,31 @@ func clusterObj(ctx context.Context, name string) *clusterv1alpha1.Cluster {
 	}
 	return cl
 }
+
+// A policy's placement change re-places the templates it placed (the scheduler finds them by
+// the policy index), and nothing else.
+func TestPolicyChangeMovesItsBindings(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "policy-change"
+	ensureNamespace(t, cp, ns)
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
+		},
+	}
+	createAll(t, g, policy, webDeployment(ns, 1))
+	g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "web") }).Should(gomega.Equal(int32(1)))
+	g.Eventually(func() error {
+		cur := &policyv1alpha1.PropagationPolicy{}
+		if err := cp.Get(ctx, client.ObjectKeyFromObject(policy), cur); err != nil {
+			return err
+		}
+		cur.Spec.Placement.ClusterAffinity.ClusterNames = []string{"west"}
+		return cp.Update(ctx, cur)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() int32 { return memberReplicas(t, "west", ns, "web") }).Should(gomega.Equal(int32(1)))
+	g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "web") }).Should(gomega.Equal(int32(-1)), "gone from east")
+}
