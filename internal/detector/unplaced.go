@@ -44,12 +44,15 @@ var unplacedKinds = []schema.GroupVersionKind{
 type Unplaced struct {
 	Client client.Client
 	gvk    schema.GroupVersionKind
+	// detector says whether a policy selects a template whose binding is not written yet.
+	detector *Detector
 }
 
 // SetupUnplaced registers one controller per workload kind.
 func SetupUnplaced(mgr ctrl.Manager) error {
+	d := &Detector{Client: mgr.GetClient()}
 	for _, gvk := range unplacedKinds {
-		u := &Unplaced{Client: mgr.GetClient(), gvk: gvk}
+		u := &Unplaced{Client: mgr.GetClient(), gvk: gvk, detector: d}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
 		bindingToTemplate := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -88,6 +91,12 @@ func (u *Unplaced) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil // placed: the binding controller writes its status
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
+	}
+	// A policy selects it and its binding is on its way: not unplaced.
+	if m, err := u.detector.bestPolicy(ctx, tmpl); err != nil {
+		return ctrl.Result{}, err
+	} else if m != nil {
+		return ctrl.Result{}, nil
 	}
 	current, _, _ := unstructured.NestedMap(tmpl.Object, "status")
 	want := unplacedStatus(u.gvk.Kind, tmpl, current)
