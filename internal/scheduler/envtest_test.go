@@ -45,7 +45,7 @@ func TestSchedulerOnARealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		cl.Status = clusterv1alpha1.ClusterStatus{
-			Conditions: []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ProbeSucceeded", LastTransitionTime: metav1.Now()}},
+			Conditions:     []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ProbeSucceeded", LastTransitionTime: metav1.Now()}},
 			APIEnablements: []clusterv1alpha1.APIEnablement{{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}}},
 		}
 		if err := c.Status().Update(ctx, cl); err != nil {
