@@ -360,6 +360,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+		if !cl.DeletionTimestamp.IsZero() {
+			continue // unjoining: its finalizer drains the Works, none is written again
+		}
 		var overriders []namedOverriders
 		for _, r := range rules {
 			if match.Cluster(r.TargetCluster, cl) {
@@ -898,7 +901,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	r, ok := in.(interface{ ReplacesStatus() bool })
 	replaces := ok && r.ReplacesStatus()
 	for k, v := range current {
-		merged[k] = v
+		merged[k] = runtime.DeepCopyJSONValue(v) // edited below; current stays what is stored
 	}
 	for k, v := range agg {
 		merged[k] = v

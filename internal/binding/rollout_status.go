@@ -83,6 +83,14 @@ func (r templateRollout) stopped() string {
 			msg += ": " + r.release.Status.Message
 		}
 		return msg
+	case rolloutv1alpha1.ReleaseProgressing, rolloutv1alpha1.ReleasePaused:
+		// Automatic rollback off: a failed wave holds the release until someone aborts or
+		// retries it, which is no progress either.
+		for _, w := range r.release.Status.Waves {
+			if w.Phase == rolloutv1alpha1.WaveFailed {
+				return fmt.Sprintf("release %s of revision %d: wave %s Failed and waits for abort or retry: %s", r.release.Name, r.release.Spec.Revision, w.Name, w.Message)
+			}
+		}
 	}
 	return ""
 }
@@ -152,7 +160,8 @@ var releasePhaseChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*rolloutv1alpha1.Release)
 		n, ok2 := e.ObjectNew.(*rolloutv1alpha1.Release)
-		return ok1 && ok2 && (o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave)
+		return ok1 && ok2 && (o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave || o.Status.Message != n.Status.Message ||
+			failedWaves(o) != failedWaves(n))
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
@@ -220,4 +229,14 @@ func writeStatus(ctx context.Context, c client.Client, b workv1alpha1.Binding, s
 	}
 	*b.BindingStatus() = *status
 	return nil
+}
+
+func failedWaves(rel *rolloutv1alpha1.Release) int {
+	n := 0
+	for _, w := range rel.Status.Waves {
+		if w.Phase == rolloutv1alpha1.WaveFailed {
+			n++
+		}
+	}
+	return n
 }

@@ -152,6 +152,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		status.ResourceSummary = health.Resources
 	}
 
+	if err := r.checkShortName(ctx, cl, status); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.recordTransition(before, status)
 	if err := r.patchStatus(ctx, before, status, false); err != nil {
 		return ctrl.Result{}, err
@@ -255,6 +258,9 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 		r.Cache.Disconnect(cl.Name)
 		return ctrl.Result{}, nil
 	}
+	// Delete and Release need the member: a manager (re)started during the drain connects
+	// first. Without credentials the executor leaves the objects in place.
+	_ = r.connect(ctx, cl)
 	ns := executionNamespacePrefix + cl.Name
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.InNamespace(ns)); err != nil {
@@ -291,4 +297,32 @@ func orphanDefault(p clusterv1alpha1.ClusterDeletionPolicy) clusterv1alpha1.Clus
 		return clusterv1alpha1.ClusterDeletionOrphan
 	}
 	return p
+}
+
+// checkShortName reports a shortName another Cluster had first (the older one keeps it; by
+// name when both were created in the same second).
+func (r *Reconciler) checkShortName(ctx context.Context, cl *clusterv1alpha1.Cluster, status *clusterv1alpha1.ClusterStatus) error {
+	if cl.Spec.ShortName == "" {
+		meta.RemoveStatusCondition(&status.Conditions, clusterv1alpha1.ConditionShortNameUnique)
+		return nil
+	}
+	list := &clusterv1alpha1.ClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return err
+	}
+	cond := metav1.Condition{Type: clusterv1alpha1.ConditionShortNameUnique, Status: metav1.ConditionTrue, Reason: clusterv1alpha1.ReasonUnique,
+		Message: "no other cluster has shortName " + cl.Spec.ShortName, ObservedGeneration: cl.Generation}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Name == cl.Name || o.Spec.ShortName != cl.Spec.ShortName {
+			continue
+		}
+		if o.CreationTimestamp.Before(&cl.CreationTimestamp) || (o.CreationTimestamp.Equal(&cl.CreationTimestamp) && o.Name < cl.Name) {
+			cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1alpha1.ReasonDuplicate
+			cond.Message = fmt.Sprintf("cluster %s has shortName %s already; give this cluster another (flotilla join %s --overwrite --short-name NAME)", o.Name, cl.Spec.ShortName, cl.Name)
+			break
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+	return nil
 }

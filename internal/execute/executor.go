@@ -214,8 +214,11 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		policy := w.Spec.DeletionPolicy
 		unjoining, clusterPolicy := e.clusterUnjoining(ctx, cluster)
-		if unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionRelease {
+		switch {
+		case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionRelease:
 			policy = workv1alpha1.DeletionRelease
+		case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionDelete:
+			policy = "Delete" // the cluster's rule wins over the binding's Orphan
 		}
 		switch {
 		case w.Spec.Suspend:
@@ -224,6 +227,14 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionOrphan:
 			// The cluster leaves the fleet and keeps what runs there.
 			log.Info("Cluster unjoined with deletionPolicy Orphan; its objects are left in place")
+		case unjoining && !reachable:
+			// An unjoined member that does not answer would hold its Cluster for ever: what
+			// runs there stays, and the event says so.
+			log.Info("Cluster unjoined but not reachable; its objects are left in place", "deletionPolicy", clusterPolicy)
+			if e.Recorder != nil {
+				e.Recorder.Eventf(w, nil, corev1.EventTypeWarning, "LeftInPlace", "Unjoin",
+					"cluster %s does not answer: its objects are left in place instead of %s", cluster, clusterPolicy)
+			}
 		case policy == workv1alpha1.DeletionRelease && !connected:
 			log.Info("Cluster gone; nothing to hand back", "cluster", cluster)
 		case policy == workv1alpha1.DeletionRelease:

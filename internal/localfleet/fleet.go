@@ -49,6 +49,10 @@ type Member struct {
 	Name string `json:"name"`
 	// Labels become the Cluster's metadata labels (region, zone, env, ...).
 	Labels map[string]string `json:"labels,omitempty"`
+	// Description, ShortName and Environment become the Cluster's spec fields of the same name.
+	Description string `json:"description,omitempty"`
+	ShortName   string `json:"shortName,omitempty"`
+	Environment string `json:"environment,omitempty"`
 	// Nodes is how many kwok nodes the member gets; 2 when unset.
 	Nodes int `json:"nodes,omitempty"`
 	// NodeCapacity is each node's capacity; 8 CPU, 32Gi, 110 pods when unset.
@@ -66,9 +70,12 @@ type NodeCapacity struct {
 // distinct regions and environments.
 func DefaultFleet() *Fleet {
 	f := &Fleet{APIVersion: FleetAPIVersion, Kind: FleetKind, Members: []Member{
-		{Name: "east", Labels: map[string]string{"region": "us-east", "zone": "us-east-1a", "env": "prod"}},
-		{Name: "west", Labels: map[string]string{"region": "us-west", "zone": "us-west-2a", "env": "prod"}},
-		{Name: "europe", Labels: map[string]string{"region": "eu-central", "zone": "eu-central-1a", "env": "staging"}},
+		{Name: "east", Labels: map[string]string{"region": "us-east", "zone": "us-east-1a", "env": "prod"},
+			ShortName: "use1", Environment: "prod", Description: "production, US East"},
+		{Name: "west", Labels: map[string]string{"region": "us-west", "zone": "us-west-2a", "env": "prod"},
+			ShortName: "usw2", Environment: "prod", Description: "production, US West"},
+		{Name: "europe", Labels: map[string]string{"region": "eu-central", "zone": "eu-central-1a", "env": "staging"},
+			ShortName: "euc1", Environment: "staging", Description: "staging, EU Central"},
 	}}
 	f.applyDefaults()
 	return f
@@ -170,6 +177,7 @@ func (f *Fleet) Validate() error {
 		errs = append(errs, fmt.Errorf("members: %d members, at most %d fit on one machine", len(f.Members), maxMembers))
 	}
 	seen := map[string]int{}
+	shortNames := map[string]int{}
 	for i, m := range f.Members {
 		field := fmt.Sprintf("members[%d]", i)
 		for _, msg := range validation.IsDNS1123Label(m.Name) {
@@ -182,6 +190,21 @@ func (f *Fleet) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.name %q: already used by members[%d]; member names must be unique", field, m.Name, j))
 		}
 		seen[m.Name] = i
+		for f, v := range map[string]string{"shortName": m.ShortName, "environment": m.Environment} {
+			if v == "" {
+				continue
+			}
+			for _, msg := range validation.IsDNS1123Label(v) {
+				errs = append(errs, fmt.Errorf("%s.%s %q: %s", field, f, v, msg))
+			}
+		}
+		if j, dup := shortNames[m.ShortName]; dup && m.ShortName != "" {
+			errs = append(errs, fmt.Errorf("%s.shortName %q: already used by members[%d]; short names must be unique", field, m.ShortName, j))
+		}
+		shortNames[m.ShortName] = i
+		if len(m.Description) > 1024 {
+			errs = append(errs, fmt.Errorf("%s.description: %d characters, at most 1024", field, len(m.Description)))
+		}
 		keys := make([]string, 0, len(m.Labels))
 		for k := range m.Labels {
 			keys = append(keys, k)

@@ -420,7 +420,6 @@ func (f *LocalFleet) prepare() error {
 	}
 	if f.opts.Manager != nil {
 		f.state.ManagerBinary = f.opts.Manager.Binary
-		f.state.ManagerArgs = f.opts.Manager.Args
 	}
 	return f.writeState()
 }
@@ -732,6 +731,11 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 			"--analysis-allow-cidr=127.0.0.1/32",
 		}, f.opts.Manager.Args...)
 		if err := p.start(args...); err != nil {
+			return err
+		}
+		// Recorded when started: a manager already running keeps the settings it has.
+		f.state.ManagerArgs = f.opts.Manager.Args
+		if err := f.writeState(); err != nil {
 			return err
 		}
 	}

@@ -23,7 +23,8 @@ func JoinLocalFleet(ctx context.Context, c client.Client, f *localfleet.LocalFle
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.Name, err)
 		}
-		if _, err := Join(ctx, c, JoinOptions{Name: m.Name, Kubeconfig: kc, Labels: m.Labels, Overwrite: true}); err != nil {
+		if _, err := Join(ctx, c, JoinOptions{Name: m.Name, Kubeconfig: kc, Labels: m.Labels, Overwrite: true,
+			Description: m.Description, ShortName: m.ShortName, Environment: m.Environment}); err != nil {
 			return err
 		}
 	}

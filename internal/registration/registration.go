@@ -15,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -47,6 +48,9 @@ type JoinOptions struct {
 	Context string
 	// Labels of the Cluster (region, zone, env, ...).
 	Labels map[string]string
+	// Description, ShortName and Environment are the Cluster's metadata for people (spec);
+	// empty keeps what an overwritten Cluster has.
+	Description, ShortName, Environment string
 	// Overwrite replaces an existing Cluster's endpoint, credentials and labels.
 	Overwrite bool
 	// Timeout bounds contacting the member; 10s when zero.
@@ -75,6 +79,15 @@ func Join(ctx context.Context, c client.Client, o JoinOptions) (*clusterv1alpha1
 		return nil, err
 	}
 
+	if errs := validation.IsDNS1123Label(o.Environment); o.Environment != "" && len(errs) > 0 {
+		return nil, fmt.Errorf("--environment %q: %s", o.Environment, strings.Join(errs, "; "))
+	}
+	if len(o.Description) > 1024 {
+		return nil, fmt.Errorf("--description: %d characters, at most 1024", len(o.Description))
+	}
+	if err := checkShortName(ctx, c, o.Name, o.ShortName); err != nil {
+		return nil, err
+	}
 	existing := &clusterv1alpha1.Cluster{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: o.Name}, existing); {
 	case err == nil && !o.Overwrite:
@@ -260,6 +273,7 @@ func writeCluster(ctx context.Context, c client.Client, existing *clusterv1alpha
 		Endpoint:             endpoint,
 		CredentialsSecretRef: clusterv1alpha1.SecretReference{Namespace: secret.Namespace, Name: secret.Name},
 		SyncMode:             clusterv1alpha1.SyncModePush,
+		Description:          o.Description, ShortName: o.ShortName, Environment: o.Environment,
 	}
 	if existing == nil {
 		cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Labels: o.Labels}, Spec: spec}
@@ -268,7 +282,17 @@ func writeCluster(ctx context.Context, c client.Client, existing *clusterv1alpha
 		}
 		return cluster, nil
 	}
-	spec.Taints = existing.Spec.Taints
+	spec.Taints, spec.DeletionPolicy = existing.Spec.Taints, existing.Spec.DeletionPolicy
+	for _, f := range []struct {
+		to   *string
+		from string
+	}{
+		{&spec.Description, existing.Spec.Description}, {&spec.ShortName, existing.Spec.ShortName}, {&spec.Environment, existing.Spec.Environment},
+	} {
+		if *f.to == "" {
+			*f.to = f.from
+		}
+	}
 	existing.Spec = spec
 	existing.Labels = o.Labels
 	if err := c.Update(ctx, existing); err != nil {
@@ -306,12 +330,14 @@ func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) 
 				break
 			}
 			works := &workv1alpha1.WorkList{}
-			if err := c.List(ctx, works, client.InNamespace("flotilla-es-"+name)); err == nil && len(works.Items) != said && o.Progress != nil {
+			if err := c.List(ctx, works, client.InNamespace("flotilla-es-"+name)); err == nil && len(works.Items) != said {
 				said = len(works.Items)
-				fmt.Fprintf(o.Progress, "cluster/%s: %d Works left to drain\n", name, said)
+				if o.Progress != nil {
+					fmt.Fprintf(o.Progress, "cluster/%s: %d Works left to drain\n", name, said)
+				}
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("cluster %q is still draining its Works after %s (is the controller-manager running?); it goes once they are gone", name, o.Wait)
+				return fmt.Errorf("cluster %q still has %d Works to drain after %s (is the controller-manager running? `kubectl get works -n flotilla-es-%s` shows them); it goes, and its credentials Secret with it, once they are gone", name, said, o.Wait, name)
 			}
 			select {
 			case <-ctx.Done():
@@ -379,4 +405,25 @@ func WaitReady(ctx context.Context, c client.Client, names []string, timeout tim
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// checkShortName refuses a shortName another cluster has: it names clusters in tables and
+// dashboards, so it must be unique in the fleet.
+func checkShortName(ctx context.Context, c client.Client, name, short string) error {
+	if short == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(short); len(errs) > 0 {
+		return fmt.Errorf("--short-name %q: %s", short, strings.Join(errs, "; "))
+	}
+	list := &clusterv1alpha1.ClusterList{}
+	if err := c.List(ctx, list); err != nil {
+		return fmt.Errorf("checking --short-name %s: %w", short, err)
+	}
+	for _, o := range list.Items {
+		if o.Name != name && o.Spec.ShortName == short {
+			return fmt.Errorf("--short-name %s: cluster %s has it already; short names are unique in the fleet", short, o.Name)
+		}
+	}
+	return nil
 }

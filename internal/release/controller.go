@@ -278,10 +278,10 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		ws := &status.Waves[i]
 		previous := slices.Clone(ws.Clusters)
 		ws.Clusters = slices.DeleteFunc(ws.Clusters, func(cr rolloutv1alpha1.ClusterRelease) bool { return !slices.Contains(waves[i].Clusters, cr.Name) })
-		markLeft(ctx, c.Client, s.binding, ws, previous, waves[i].Clusters)
+		markLeft(ctx, c.Client, s.binding, ws, previous, placedNames(s.binding))
 		for j := range ws.Clusters {
 			if cr := &ws.Clusters[j]; cr.Phase == rolloutv1alpha1.ClusterLeft && slices.Contains(waves[i].Clusters, cr.Name) {
-				cr.Phase, cr.Message = rolloutv1alpha1.ClusterHealthy, fmt.Sprintf("returned to the placement; runs revision %d again", rel.Spec.Revision)
+				cr.Phase, cr.Message = rolloutv1alpha1.ClusterUpdating, fmt.Sprintf("returned to the placement; takes revision %d again", rel.Spec.Revision)
 			}
 		}
 		for _, cl := range waves[i].Clusters {
@@ -365,7 +365,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	}
 	previous := slices.Clone(ws.Clusters)
 	ws.Clusters = ws.Clusters[:0]
-	defer func() { markLeft(ctx, c.Client, s.binding, ws, previous, wave.Clusters) }()
+	defer func() { markLeft(ctx, c.Client, s.binding, ws, previous, placedNames(s.binding)) }()
 	inFlight, healthy := 0, 0
 	var degraded []string
 	for _, cl := range wave.Clusters {
@@ -913,4 +913,14 @@ func orText(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// placedNames are the clusters the binding places its template on now; a cluster that moved
+// to another wave is still placed, only one that left the placement is Left.
+func placedNames(b workv1alpha1.Binding) []string {
+	var out []string
+	for _, t := range b.BindingSpec().Clusters {
+		out = append(out, t.Name)
+	}
+	return out
 }

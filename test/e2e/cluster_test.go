@@ -46,12 +46,14 @@ func TestMembersBecomeReadyWithTheirFacts(t *testing.T) {
 		g.Expect(alloc.Pods().Equal(resource.MustParse("220"))).To(gomega.BeTrue(), "pods %s", alloc.Pods())
 		g.Expect(servesResource(cl, "apps/v1", "deployments")).To(gomega.BeTrue())
 		g.Expect(cl.Status.LastProbeTime).NotTo(gomega.BeNil())
+		g.Expect([]string{cl.Spec.ShortName, cl.Spec.Environment, cl.Spec.Description}).To(gomega.Equal([]string{m.ShortName, m.Environment, m.Description}))
+		g.Expect(meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionShortNameUnique)).To(gomega.BeTrue(), "cluster %s", m.Name)
 	}
 
 	out, err := flotilla("get", "clusters", "-o", "wide", "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(out).To(gomega.ContainSubstring("NAME"))
-	g.Expect(out).To(gomega.MatchRegexp(`east\s+True\s+v1\.37\.2\s+Push\s+2\s+\d+%\s+\d+%`))
+	g.Expect(out).To(gomega.MatchRegexp(`east\s+use1\s+prod\s+True\s+v1\.37\.2\s+Push\s+2\s+\d+%\s+\d+%\s+ProbeSucceeded\s+production, US East`))
 }
 
 // When pods that request resources run in a member, its Cluster shows them as requested.
@@ -173,14 +175,19 @@ current-context: gone
 func TestJoinThenUnjoin(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
-	out, err := flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""),
-		"--kubeconfig", fleet.Kubeconfig("east"), "--label", "region=us-east", "--label", "tier=gold")
+	// A short name is unique in the fleet: east has use1.
+	out, err := flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"), "--short-name", "use1")
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("--short-name use1: cluster east has it already")), out)
+	out, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""),
+		"--kubeconfig", fleet.Kubeconfig("east"), "--label", "region=us-east", "--label", "tier=gold",
+		"--short-name", "use1b", "--environment", "dev", "--description", "east, joined twice")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.ContainSubstring("cluster/east-again joined"))
 	g.Eventually(func() metav1.ConditionStatus { return readyStatus(t, "east-again") }).Should(gomega.Equal(metav1.ConditionTrue))
 	cl := &clusterv1alpha1.Cluster{}
 	g.Expect(cp.Get(ctx, client.ObjectKey{Name: "east-again"}, cl)).To(gomega.Succeed())
 	g.Expect(cl.Labels).To(gomega.Equal(map[string]string{"region": "us-east", "tier": "gold"}))
+	g.Expect([]string{cl.Spec.ShortName, cl.Spec.Environment, cl.Spec.Description}).To(gomega.Equal([]string{"use1b", "dev", "east, joined twice"}))
 	secretKey := client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("east-again")}
 	g.Expect(cp.Get(ctx, secretKey, &corev1.Secret{})).To(gomega.Succeed())
 

@@ -38,6 +38,12 @@ const (
 	ReasonProbeFailed        = "ProbeFailed"
 	ReasonCredentialsInvalid = "CredentialsInvalid"
 	ReasonProbing            = "Probing"
+
+	// ConditionShortNameUnique is False while another Cluster, joined earlier, has the same
+	// spec.shortName; present only on Clusters that have a shortName.
+	ConditionShortNameUnique = "ShortNameUnique"
+	ReasonUnique             = "Unique"
+	ReasonDuplicate          = "Duplicate"
 )
 
 // CredentialsSecretKey is the key, in the credentials Secret, of a kubeconfig for the member.
@@ -115,6 +121,25 @@ type ClusterSpec struct {
 	// +listMapKey=effect
 	// +kubebuilder:validation:MaxItems=32
 	Taints []Taint `json:"taints,omitempty"`
+
+	// description says what the cluster is for, for people, tables and portals.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Description string `json:"description,omitempty"`
+
+	// shortName is a short name for tables and dashboards, unique in the fleet (a DNS label).
+	// A second Cluster with the same shortName gets ShortNameUnique=False naming the first.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.shortName must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	ShortName string `json:"shortName,omitempty"`
+
+	// environment is the stage the cluster serves (prod, staging, dev, edge...). Labels stay the
+	// metadata policies select by; this is for people and inventories.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.environment must be a DNS label, for example prod or staging"
+	Environment string `json:"environment,omitempty"`
 
 	// deletionPolicy says what happens to the objects Flotilla placed in the member when the
 	// Cluster is deleted (`flotilla unjoin`): Orphan (default) leaves them running as they are,
@@ -257,6 +282,8 @@ type ClusterStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=flotilla
+// +kubebuilder:printcolumn:name="Short",type=string,JSONPath=`.spec.shortName`
+// +kubebuilder:printcolumn:name="Env",type=string,JSONPath=`.spec.environment`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.syncMode`
@@ -264,6 +291,7 @@ type ClusterStatus struct {
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.resourceSummary.usage.cpu`,priority=1
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.resourceSummary.usage.memory`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.spec.description`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters (a DNS label)"
 type Cluster struct {
