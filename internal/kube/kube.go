@@ -16,6 +16,7 @@ import (
 	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 )
 
@@ -30,6 +31,7 @@ func init() {
 	utilruntime.Must(workv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(rolloutv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(configv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(tenancyv1alpha1.AddToScheme(Scheme))
 }
 
 // FieldManager is the server-side-apply field manager of every write Flotilla makes.

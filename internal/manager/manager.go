@@ -34,6 +34,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
+	"github.com/flotilla-dev/flotilla/internal/team"
 )
 
 // Options configure the controller-manager.
@@ -167,6 +168,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-detector")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the detector: %w", err)
+	}
+	if err := (&team.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-team")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the team controller: %w", err)
 	}
 	if err := detector.SetupUnplaced(mgr); err != nil {
 		return err

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
+)
+
+func init() {
+	team := getResource{tenancyv1alpha1.GroupVersion, "teams", "Team", true}
+	for _, n := range []string{"teams", "team"} {
+		getResources[n] = team
+	}
+}
+
+func newTeamCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "team",
+		Short: "Teams: a control-plane namespace whose contributor groups write there and reader groups read there",
+		Example: fmt.Sprintf(`  %[1]s team create shop --contributor shop-devs --reader shop-viewers --description "the shop"
+  %[1]s team list
+  %[1]s team get shop -o yaml`, invokedName()),
+	}
+	var contributors, readers []string
+	var description string
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create the team's namespace and its Team (or update the Team's groups)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+				return fmt.Errorf("team name %q: it names the team's namespace, so it must be a DNS label: %v", name, errs)
+			}
+			for _, flag := range []struct {
+				name   string
+				groups []string
+			}{{"--contributor", contributors}, {"--reader", readers}} {
+				if i := slices.Index(flag.groups, ""); i >= 0 {
+					return fmt.Errorf("%s: an empty group name; give the group as the control plane authenticates it", flag.name)
+				}
+			}
+			c, err := g.controlPlaneClient()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating namespace %s: %w", name, err)
+			}
+			t := &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: tenancyv1alpha1.TeamName}}
+			spec := tenancyv1alpha1.TeamSpec{Description: description, Contributors: contributors, Readers: readers}
+			err = c.Get(ctx, client.ObjectKeyFromObject(t), t)
+			switch {
+			case apierrors.IsNotFound(err):
+				t.Spec = spec
+				if err := c.Create(ctx, t); err != nil {
+					return fmt.Errorf("creating team %s: %w", name, err)
+				}
+				fmt.Fprintf(g.streams.Out, "team/%s created\n", name)
+			case err != nil:
+				return err
+			default:
+				t.Spec = spec
+				if err := c.Update(ctx, t); err != nil {
+					return fmt.Errorf("updating team %s: %w", name, err)
+				}
+				fmt.Fprintf(g.streams.Out, "team/%s updated\n", name)
+			}
+			return nil
+		},
+	}
+	create.Flags().StringSliceVar(&contributors, "contributor", nil, "group that may write the team's templates and policies (repeat or comma-separate)")
+	create.Flags().StringSliceVar(&readers, "reader", nil, "group that may only read in the team's namespace (repeat or comma-separate)")
+	create.Flags().StringVar(&description, "description", "", "who the team is")
+	var output string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the teams as kubectl does",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.controlPlaneConfig()
+			if err != nil {
+				return err
+			}
+			return printTable(cmd.Context(), cfg, g.streams.Out, getResources["teams"], "", output == "wide")
+		},
+	}
+	list.Flags().StringVarP(&output, "output", "o", "", "wide for more columns")
+	get := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show one team (-o yaml|json, else a table)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch output {
+			case "", "wide":
+				cfg, err := g.controlPlaneConfig()
+				if err != nil {
+					return err
+				}
+				return printTable(cmd.Context(), cfg, g.streams.Out, getResources["teams"], args[0], output == "wide")
+			case "json", "yaml", "name":
+				return printObjects(cmd.Context(), g, getResources["teams"], args[0], tenancyv1alpha1.TeamName, output)
+			}
+			return fmt.Errorf("-o %q: use wide, json, yaml or name", output)
+		},
+	}
+	get.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json, yaml or name")
+	for _, c := range []*cobra.Command{create, list, get} {
+		withKubeFlags(g, c)
+	}
+	cmd.AddCommand(create, list, get)
+	return cmd
+}

@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
+)
+
+// Two teams made with `flotilla team create`, with users authenticated by client certificates
+// in groups: team A's contributor writes templates and policies in team A's namespace; team B's
+// contributor gets 403 on team A's objects and cannot list them; team A's reader lists but
+// gets 403 on create. A RoleBinding removed by hand is put back; a second Team in a namespace is
+// refused naming the rule.
+func TestTeamsKeepTeamsApart(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"team", "create", "team-a", "--contributor", "team-a-devs", "--reader", "team-a-viewers", "--description", "team A"},
+		{"team", "create", "team-b", "--contributor", "team-b-devs"},
+	} {
+		out, err := flotilla(append(args, "--kubeconfig", fleet.Kubeconfig(""))...)
+		g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	}
+	ready := func(ns string) bool {
+		team := &tenancyv1alpha1.Team{}
+		return cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenancyv1alpha1.TeamName}, team) == nil &&
+			meta.IsStatusConditionTrue(team.Status.Conditions, tenancyv1alpha1.ConditionReady)
+	}
+	g.Eventually(func() bool { return ready("team-a") && ready("team-b") }).Should(gomega.BeTrue())
+
+	alice := userClient(t, "", "alice", "team-a-devs")
+	bob := userClient(t, "", "bob", "team-b-devs")
+	carol := userClient(t, "", "carol", "team-a-viewers")
+	web := webDeployment("team-a", 1)
+	// The contributor role aggregates edit, which the control plane's aggregation fills in.
+	g.Eventually(func() error { return alice.Create(ctx, web.DeepCopy()) }).Should(gomega.Succeed())
+	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}}}}
+	g.Expect(alice.Create(ctx, policy)).To(gomega.Succeed())
+	g.Eventually(func() int32 { return memberReplicas(t, "east", "team-a", "web") }).Should(gomega.Equal(int32(1)), "team A's app runs")
+
+	forbidden(g, bob.Get(ctx, client.ObjectKeyFromObject(web), &appsv1.Deployment{}), "")
+	forbidden(g, bob.List(ctx, &appsv1.DeploymentList{}, client.InNamespace("team-a")), "")
+	forbidden(g, bob.Delete(ctx, policy.DeepCopy()), "")
+	g.Expect(bob.Create(ctx, webDeployment("team-b", 1))).To(gomega.Succeed(), "team B writes in its own namespace")
+
+	g.Eventually(func() error { return carol.List(ctx, &appsv1.DeploymentList{}, client.InNamespace("team-a")) }).Should(gomega.Succeed())
+	g.Expect(carol.List(ctx, &policyv1alpha1.PropagationPolicyList{}, client.InNamespace("team-a"))).To(gomega.Succeed())
+	other := webDeployment("team-a", 1)
+	other.Name = "carols"
+	forbidden(g, carol.Create(ctx, other), "")
+	forbidden(g, carol.List(ctx, &appsv1.DeploymentList{}, client.InNamespace("team-b")), "")
+	// Nobody in a team may make a Team (it grants roles): that is the platform's.
+	forbidden(g, alice.Create(ctx, &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: tenancyv1alpha1.TeamName},
+		Spec: tenancyv1alpha1.TeamSpec{Contributors: []string{"team-a-devs"}}}), "")
+
+	// A RoleBinding removed by hand comes back.
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: tenancyv1alpha1.ContributorRoleBinding}}
+	g.Expect(cp.Delete(ctx, rb)).To(gomega.Succeed())
+	g.Eventually(func() []rbacv1.Subject {
+		got := &rbacv1.RoleBinding{}
+		if cp.Get(ctx, client.ObjectKeyFromObject(rb), got) != nil {
+			return nil
+		}
+		return got.Subjects
+	}).Should(gomega.Equal([]rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "team-a-devs"}}))
+
+	err := cp.Create(ctx, &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "second"}})
+	g.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(gomega.ContainSubstring("a namespace holds one Team, named team"))
+
+	out, err := flotilla("team", "list", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.MatchRegexp(`team-a\s+team\s+\["team-a-devs"\]\s+\["team-a-viewers"\]\s+True`))
+}
