@@ -69,7 +69,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	cond := metav1.Condition{Type: tenancyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonRoleBindingsInSync,
-		Message: fmt.Sprintf("%d contributor and %d reader groups bound in namespace %s", len(t.Spec.Contributors), len(t.Spec.Readers), t.Namespace),
+		Message:            fmt.Sprintf("%d contributor and %d reader groups bound in namespace %s", len(t.Spec.Contributors), len(t.Spec.Readers), t.Namespace),
 		ObservedGeneration: t.Generation}
 	var syncErr error
 	for _, want := range roleBindings(t) {
