@@ -149,8 +149,8 @@ func init() {
 func newGetCommand(g *globals) *cobra.Command {
 	var output, namespace string
 	cmd := &cobra.Command{
-		Use:   "get clusters|bindings|clusterbindings|works [NAME]",
-		Short: "List clusters, bindings, cluster bindings or works as kubectl does (-o wide|json|yaml|name)",
+		Use:   "get clusters|bindings|clusterbindings|works|teams [NAME]",
+		Short: "List clusters, bindings, cluster bindings, works or teams as kubectl does (-o wide|json|yaml|name)",
 		Example: fmt.Sprintf(`  %[1]s get clusters -o wide
   %[1]s get bindings -n shop
   %[1]s get works`, invokedName()),
@@ -158,7 +158,7 @@ func newGetCommand(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, ok := getResources[args[0]]
 			if !ok {
-				return fmt.Errorf("unknown resource %q: flotilla get knows clusters, bindings, clusterbindings and works", args[0])
+				return fmt.Errorf("unknown resource %q: flotilla get knows clusters, bindings, clusterbindings, works and teams", args[0])
 			}
 			cfg, err := g.controlPlaneConfig()
 			if err != nil {
@@ -182,7 +182,7 @@ func newGetCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json, yaml or name")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of bindings or works (default: all namespaces)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of bindings, works or teams (default: all namespaces)")
 	return cmd
 }
 
