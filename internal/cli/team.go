@@ -30,7 +30,7 @@ func newTeamCommand(g *globals) *cobra.Command {
   %[1]s team get shop -o yaml`, invokedName()),
 	}
 	var contributors, readers []string
-	var description string
+	var description, clusters string
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create the team's namespace and its Team (or update the Team's groups)",
@@ -48,6 +48,14 @@ func newTeamCommand(g *globals) *cobra.Command {
 					return fmt.Errorf("%s: an empty group name; give the group as the control plane authenticates it", flag.name)
 				}
 			}
+			var allowed *tenancyv1alpha1.TeamClusters
+			if clusters != "" {
+				sel, err := metav1.ParseToLabelSelector(clusters)
+				if err != nil {
+					return fmt.Errorf("--clusters %q: a label selector such as region=us-east,gpu=true: %w", clusters, err)
+				}
+				allowed = &tenancyv1alpha1.TeamClusters{Selector: *sel}
+			}
 			c, err := g.controlPlaneClient()
 			if err != nil {
 				return err
@@ -57,7 +65,7 @@ func newTeamCommand(g *globals) *cobra.Command {
 				return fmt.Errorf("creating namespace %s: %w", name, err)
 			}
 			t := &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: tenancyv1alpha1.TeamName}}
-			spec := tenancyv1alpha1.TeamSpec{Description: description, Contributors: contributors, Readers: readers}
+			spec := tenancyv1alpha1.TeamSpec{Description: description, Contributors: contributors, Readers: readers, Clusters: allowed}
 			err = c.Get(ctx, client.ObjectKeyFromObject(t), t)
 			switch {
 			case apierrors.IsNotFound(err):
@@ -81,6 +89,7 @@ func newTeamCommand(g *globals) *cobra.Command {
 	create.Flags().StringSliceVar(&contributors, "contributor", nil, "group that may write the team's templates and policies (repeat or comma-separate)")
 	create.Flags().StringSliceVar(&readers, "reader", nil, "group that may only read in the team's namespace (repeat or comma-separate)")
 	create.Flags().StringVar(&description, "description", "", "who the team is")
+	create.Flags().StringVar(&clusters, "clusters", "", "label selector of the clusters the team's templates may run on (default: every cluster)")
 	var output string
 	list := &cobra.Command{
 		Use:   "list",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/failover"
@@ -77,6 +79,8 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}, specChanged).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, group, specChanged).
 		Watches(&clusterv1alpha1.Cluster{}, all, builder.WithPredicates(schedulingInputsChanged)).
+		// A Team's allowed clusters bound every binding of its namespace.
+		Watches(&tenancyv1alpha1.Team{}, handler.EnqueueRequestsFromMapFunc(c.bindingsInNamespace)).
 		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
@@ -195,6 +199,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := c.Client.List(ctx, clusters); err != nil {
 		return ctrl.Result{}, err
 	}
+	allowed, teamNote, err := c.teamAllowed(ctx, b.GetNamespace(), clusters.Items)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	clusters.Items = allowed
 	var result []workv1alpha1.TargetCluster
 	var reason string
 	if bs.Group == "" {
@@ -205,9 +214,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := b.DeepCopyObject().(workv1alpha1.Binding)
 	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: b.GetGeneration()}
 	if err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Unschedulable", err.Error()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Unschedulable", err.Error()+teamNote
 	} else {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Scheduled", reason
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Scheduled", reason+teamNote
 		tasks := evictions(bs, result, clusters.Items, spec, c.divided(gvkOf(bs), spec), metav1.Now())
 		if (!apiequality.Semantic.DeepEqual(result, bs.Clusters) && !(len(result) == 0 && len(bs.Clusters) == 0)) ||
 			!apiequality.Semantic.DeepEqual(tasks, bs.GracefulEvictionTasks) && !(len(tasks) == 0 && len(bs.GracefulEvictionTasks) == 0) {
@@ -672,4 +681,53 @@ func writeScheduled(ctx context.Context, c client.Client, b workv1alpha1.Binding
 	}
 	b.BindingStatus().Conditions = conds
 	return nil
+}
+
+// teamAllowed keeps the clusters the namespace's Team allows (all when there is no Team or it
+// sets no clusters) and says which it left out, for the Scheduled condition.
+func (c *Controller) teamAllowed(ctx context.Context, namespace string, clusters []clusterv1alpha1.Cluster) ([]clusterv1alpha1.Cluster, string, error) {
+	if namespace == "" {
+		return clusters, "", nil
+	}
+	team := &tenancyv1alpha1.Team{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: tenancyv1alpha1.TeamName}, team); err != nil {
+		return clusters, "", client.IgnoreNotFound(err)
+	}
+	if team.Spec.Clusters == nil {
+		return clusters, "", nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&team.Spec.Clusters.Selector)
+	if err != nil {
+		return nil, "", fmt.Errorf("team %s: spec.clusters.selector: %w", namespace, err)
+	}
+	var allowed []clusterv1alpha1.Cluster
+	var outside []string
+	for _, cl := range clusters {
+		if sel.Matches(labels.Set(cl.Labels)) {
+			allowed = append(allowed, cl)
+		} else {
+			outside = append(outside, cl.Name)
+		}
+	}
+	if len(outside) == 0 {
+		return allowed, "", nil
+	}
+	sort.Strings(outside)
+	if len(outside) > 10 {
+		outside = append(outside[:10], fmt.Sprintf("and %d more", len(outside)-10))
+	}
+	return allowed, fmt.Sprintf("; team %s allows only clusters matching %s, so never %s", namespace, sel, strings.Join(outside, ", ")), nil
+}
+
+// bindingsInNamespace lists the bindings of a Team's namespace.
+func (c *Controller) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &workv1alpha1.ResourceBindingList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
 }

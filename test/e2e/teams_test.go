@@ -25,7 +25,7 @@ func TestTeamsKeepTeamsApart(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
 	for _, args := range [][]string{
-		{"team", "create", "squad-a", "--contributor", "squad-a-devs", "--reader", "squad-a-viewers", "--description", "team A"},
+		{"team", "create", "squad-a", "--contributor", "squad-a-devs", "--reader", "squad-a-viewers", "--description", "team A", "--clusters", "region=us-east"},
 		{"team", "create", "squad-b", "--contributor", "squad-b-devs"},
 	} {
 		out, err := flotilla(append(args, "--kubeconfig", fleet.Kubeconfig(""))...)
@@ -46,10 +46,20 @@ func TestTeamsKeepTeamsApart(t *testing.T) {
 	g.Eventually(func() error { return alice.Create(ctx, web.DeepCopy()) }).Should(gomega.Succeed())
 	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "squad-a"},
 		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
-			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}}}}
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "west"}}}}}
 	g.Expect(alice.Create(ctx, policy)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = cp.Delete(context.Background(), web); _ = cp.Delete(context.Background(), policy) })
 	g.Eventually(func() int32 { return memberReplicas(t, "east", "squad-a", "web") }).Should(gomega.Equal(int32(1)), "team A's app runs")
+	// The Team allows region=us-east only: west, which the policy names, never gets it.
+	g.Eventually(func() string {
+		if b := bindingOf(ctx, "squad-a", "web-deployment"); b != nil {
+			if c := meta.FindStatusCondition(b.Status.Conditions, "Scheduled"); c != nil {
+				return c.Message
+			}
+		}
+		return ""
+	}).Should(gomega.ContainSubstring("team squad-a allows only clusters matching region=us-east, so never europe, west"))
+	g.Expect(memberReplicas(t, "west", "squad-a", "web")).To(gomega.Equal(int32(-1)), "west is outside the team's clusters")
 
 	forbidden(g, bob.Get(ctx, client.ObjectKeyFromObject(web), &appsv1.Deployment{}), "")
 	forbidden(g, bob.List(ctx, &appsv1.DeploymentList{}, client.InNamespace("squad-a")), "")

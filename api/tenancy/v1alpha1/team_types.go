@@ -51,6 +51,19 @@ type TeamSpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=253
 	Readers []string `json:"readers,omitempty"`
+
+	// clusters limits the clusters the team's templates may run on; unset allows every cluster.
+	// +optional
+	Clusters *TeamClusters `json:"clusters,omitempty"`
+}
+
+// TeamClusters is where a team's templates may run.
+type TeamClusters struct {
+	// selector selects the allowed Clusters by their labels; the scheduler never places a
+	// template of the team's namespace on another cluster, whatever its policy says, and the
+	// binding's Scheduled condition names the clusters it left out.
+	// +required
+	Selector metav1.LabelSelector `json:"selector"`
 }
 
 // TeamStatus says whether the namespace's RoleBindings match the Team.
