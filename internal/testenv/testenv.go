@@ -33,17 +33,14 @@ func BinDir() string {
 }
 
 // Start starts etcd and kube-apiserver with the CRDs of config/crd/bases and stops them when
-// the test ends. Without the binaries (no `make tools` yet) the test is skipped saying so,
-// except under CI, where it fails.
+// the test ends. Without the binaries the test fails saying how to build them (`make test`
+// builds them first).
 func Start(t testing.TB) (*rest.Config, client.Client) {
 	t.Helper()
 	bin := BinDir()
 	for _, tool := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(bin, tool)); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("testenv: %s not in %s: run make tools", tool, bin)
-			}
-			t.Skipf("testenv: %s not in %s (run make tools to build the control plane these tests need)", tool, bin)
+			t.Fatalf("testenv: %s not in %s: run make tools (make test does) to build the control plane these tests run on", tool, bin)
 		}
 	}
 	env := &envtest.Environment{
