@@ -166,7 +166,29 @@ func newBenchCommand(g *globals) *cobra.Command {
 	}
 	driftCmd.Flags().IntVar(&driftOpts.Templates, "templates", 1000, "Deployments placed on every member")
 	driftCmd.Flags().IntVar(&driftOpts.Changes, "changes", 100, "member-side image changes timed, one at a time")
-	cmd.AddCommand(up, propagate, releaseCmd, interpretCmd, failoverCmd, driftCmd)
+	var appsOpts bench.AppsOptions
+	appsCmd := &cobra.Command{
+		Use:   "apps",
+		Short: "Applications from one git repository on a fresh 3-member fleet: time to all running, from a cluster relabel to every binding re-placed, and from a webhook-announced push to the first member apply",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if appsOpts.Apps < 1 {
+				return fmt.Errorf("--apps %d: give at least 1", appsOpts.Apps)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			lf, cleanup, err := bench.StartFleet(cmd.Context(), g.binDir, exe, crdYAML(), 3, nil)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			return bench.Apps(cmd.Context(), lf, appsOpts, g.streams.Out)
+		},
+	}
+	appsCmd.Flags().IntVar(&appsOpts.Apps, "apps", 500, "Applications, one Deployment each")
+	cmd.AddCommand(up, propagate, releaseCmd, interpretCmd, failoverCmd, driftCmd, appsCmd)
 	return cmd
 }
 

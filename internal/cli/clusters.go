@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
@@ -194,6 +195,11 @@ func printClusterTable(ctx context.Context, cfg *rest.Config, out io.Writer, wid
 // printTable asks the API server for its Table, so the columns are exactly the CRD's printer
 // columns that kubectl shows.
 func printTable(ctx context.Context, cfg *rest.Config, out io.Writer, res getResource, namespace string, wide bool) error {
+	return printTableSelected(ctx, cfg, out, res, namespace, "", "", wide)
+}
+
+// printTableSelected prints one object (name) or those the label selector selects.
+func printTableSelected(ctx context.Context, cfg *rest.Config, out io.Writer, res getResource, namespace, name, selector string, wide bool) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.GroupVersion = &res.gv
 	cfg.APIPath = "/apis"
@@ -205,6 +211,12 @@ func printTable(ctx context.Context, cfg *rest.Config, out io.Writer, res getRes
 	req := rc.Get().Resource(res.resource)
 	if res.namespaced && namespace != "" {
 		req = req.Namespace(namespace)
+	}
+	if name != "" {
+		req = req.Name(name)
+	}
+	if selector != "" {
+		req = req.Param("labelSelector", selector)
 	}
 	raw, err := req.SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
 		Param("includeObject", "Metadata").DoRaw(ctx)
@@ -223,6 +235,10 @@ func printTable(ctx context.Context, cfg *rest.Config, out io.Writer, res getRes
 		}
 	}
 	if len(table.Rows) == 0 {
+		if namespace != "" && res.namespaced {
+			fmt.Fprintf(out, "No %s found in %s namespace.\n", res.resource, namespace)
+			return nil
+		}
 		fmt.Fprintf(out, "No %s found.\n", res.resource)
 		return nil
 	}
@@ -230,6 +246,10 @@ func printTable(ctx context.Context, cfg *rest.Config, out io.Writer, res getRes
 }
 
 func printObjects(ctx context.Context, g *globals, res getResource, namespace, name, output string) error {
+	return printObjectsSelected(ctx, g, res, namespace, name, "", output)
+}
+
+func printObjectsSelected(ctx context.Context, g *globals, res getResource, namespace, name, selector, output string) error {
 	c, err := g.controlPlaneClient()
 	if err != nil {
 		return err
@@ -247,6 +267,13 @@ func printObjects(ctx context.Context, g *globals, res getResource, namespace, n
 		var opts []client.ListOption
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
+		}
+		if selector != "" {
+			sel, err := labels.Parse(selector)
+			if err != nil {
+				return fmt.Errorf("-l %q: %w", selector, err)
+			}
+			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 		}
 		if err := c.List(ctx, list, opts...); err != nil {
 			return err

@@ -61,6 +61,7 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so only one replica acts")
 	fs.DurationVar(&o.DriftCheckInterval, "drift-check-interval", o.DriftCheckInterval, "how often every Work is compared with its member objects besides the member events, as a safety net for drift (changes made by hand in a member); 0 turns it off, else at least 10s")
 	fs.DurationVar(&o.FailoverGracePeriod, "failover-grace-period", o.FailoverGracePeriod, "how long a cluster may stay not Ready before it is tainted unreachable and its Divided replicas move to healthy clusters")
+	fs.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for the git trees Applications render from (default: the user cache directory's flotilla/git)")
 	fs.StringVar(&o.PprofAddress, "pprof-bind-address", "", "address of net/http/pprof for profiling; off when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the control plane")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the control plane")

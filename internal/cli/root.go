@@ -77,7 +77,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
 		withKubeFlags(g, newJoinCommand(g)), withKubeFlags(g, newUnjoinCommand(g)), withKubeFlags(g, newGetCommand(g)), withKubeFlags(g, newDescribeCommand(g)),
-		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g), newTeamCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
+		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g), newTeamCommand(g), newAppCommand(g), newTargetCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
 	)
 	root.AddCommand(newSyncCommands(g)...)
 	root.AddCommand(newSuperviseCommand(g))
@@ -127,7 +127,7 @@ func defaultBinDir() string {
 func (g *globals) controlPlaneConfig() (*rest.Config, error) {
 	explicit := *g.kube.KubeConfig
 	if explicit == "" && os.Getenv("KUBECONFIG") == "" {
-		local := filepath.Join(g.stateDir, "kubeconfigs", localfleet.ControlPlaneName+".kubeconfig")
+		local := g.localKubeconfig()
 		if _, err := os.Stat(local); err == nil {
 			explicit = local
 		}
@@ -137,6 +137,11 @@ func (g *globals) controlPlaneConfig() (*rest.Config, error) {
 		ctx = *g.kube.Context
 	}
 	return kube.RESTConfig(explicit, ctx)
+}
+
+// localKubeconfig is the local fleet's control-plane kubeconfig.
+func (g *globals) localKubeconfig() string {
+	return filepath.Join(g.stateDir, "kubeconfigs", localfleet.ControlPlaneName+".kubeconfig")
 }
 
 func (g *globals) controlPlaneClient() (client.Client, error) {

@@ -29,7 +29,7 @@ func newTeamCommand(g *globals) *cobra.Command {
   %[1]s team list
   %[1]s team get shop -o yaml`, invokedName()),
 	}
-	var contributors, readers []string
+	var contributors, readers, repositories []string
 	var description, clusters string
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -65,7 +65,7 @@ func newTeamCommand(g *globals) *cobra.Command {
 				return fmt.Errorf("creating namespace %s: %w", name, err)
 			}
 			t := &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: tenancyv1alpha1.TeamName}}
-			spec := tenancyv1alpha1.TeamSpec{Description: description, Contributors: contributors, Readers: readers, Clusters: allowed}
+			spec := tenancyv1alpha1.TeamSpec{Description: description, Contributors: contributors, Readers: readers, Repositories: repositories, Clusters: allowed}
 			err = c.Get(ctx, client.ObjectKeyFromObject(t), t)
 			switch {
 			case apierrors.IsNotFound(err):
@@ -89,6 +89,7 @@ func newTeamCommand(g *globals) *cobra.Command {
 	create.Flags().StringSliceVar(&contributors, "contributor", nil, "group that may write the team's templates and policies (repeat or comma-separate)")
 	create.Flags().StringSliceVar(&readers, "reader", nil, "group that may only read in the team's namespace (repeat or comma-separate)")
 	create.Flags().StringVar(&description, "description", "", "who the team is")
+	create.Flags().StringSliceVar(&repositories, "repository", nil, "git repository URL glob the team's Applications may use, e.g. https://git.example.com/shop/* (repeatable; none by default)")
 	create.Flags().StringVar(&clusters, "clusters", "", "label selector of the clusters the team's templates may run on (default: every cluster)")
 	var output string
 	list := &cobra.Command{

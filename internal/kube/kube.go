@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
@@ -32,6 +33,7 @@ func init() {
 	utilruntime.Must(rolloutv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(configv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(tenancyv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(appsv1alpha1.AddToScheme(Scheme))
 }
 
 // FieldManager is the server-side-apply field manager of every write Flotilla makes.

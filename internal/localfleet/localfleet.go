@@ -729,6 +729,7 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 			// 127.0.0.1 and are measured from a namespace's AnalysisTemplates. The fleet's etcd
 			// there takes only client certificates, which analysis never presents.
 			"--analysis-allow-cidr=127.0.0.1/32",
+			"--git-cache-dir=" + filepath.Join(f.opts.StateDir, "git"),
 		}, f.opts.Manager.Args...)
 		if err := p.start(args...); err != nil {
 			return err

@@ -5,16 +5,24 @@
 package manager
 
 import (
-	"strings"
-
 	"context"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/flotilla-dev/flotilla/internal/application"
+	"github.com/flotilla-dev/flotilla/internal/appsource"
 	"github.com/flotilla-dev/flotilla/internal/customization"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"time"
+	"github.com/flotilla-dev/flotilla/internal/targeting"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -72,6 +80,8 @@ type Options struct {
 	// DriftCheckInterval is how often every Work is compared with its member objects without
 	// a member event (a safety net under the member informers); 0 turns it off.
 	DriftCheckInterval time.Duration
+	// GitCacheDir holds the git trees Applications are rendered from.
+	GitCacheDir string
 }
 
 // DefaultOptions are the production defaults.
@@ -123,6 +133,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	gitCache := o.GitCacheDir
+	if gitCache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		gitCache = filepath.Join(base, "flotilla", "git")
+	}
+	apps := &application.Controller{Config: cfg, Fetcher: &appsource.Fetcher{CacheDir: gitCache}, Hooks: kube.NewQueueSource[reconcile.Request]()}
+	// Push webhooks are served beside /metrics, behind the same authentication when secure.
+	metricsOptions.ExtraHandlers = map[string]http.Handler{application.WebhookPath: apps.Webhook()}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
@@ -202,6 +223,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&failover.TaintController{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-failover"),
 		GracePeriod: o.FailoverGracePeriod}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the failover controller: %w", err)
+	}
+	apps.Client, apps.Mapper, apps.Recorder = mgr.GetClient(), mgr.GetRESTMapper(), mgr.GetEventRecorder("flotilla-application")
+	if err := apps.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the application controller: %w", err)
+	}
+	if err := (&targeting.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-targeting")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the targeting controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

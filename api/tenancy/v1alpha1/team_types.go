@@ -52,6 +52,16 @@ type TeamSpec struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	Readers []string `json:"readers,omitempty"`
 
+	// repositories are the git repositories the team's Applications may use, as URL globs
+	// (path.Match: * matches within one path segment), e.g. https://git.example.com/team-a/*.
+	// Unset allows no repository: Applications can then only carry inline manifests.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=2048
+	Repositories []string `json:"repositories,omitempty"`
+
 	// clusters limits the clusters the team's templates may run on; unset allows every cluster.
 	// +optional
 	Clusters *TeamClusters `json:"clusters,omitempty"`

@@ -97,6 +97,11 @@ func (in *TeamSpec) DeepCopyInto(out *TeamSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Repositories != nil {
+		in, out := &in.Repositories, &out.Repositories
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Clusters != nil {
 		in, out := &in.Clusters, &out.Clusters
 		*out = new(TeamClusters)
