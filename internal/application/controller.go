@@ -33,8 +33,11 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
@@ -73,6 +76,7 @@ type Controller struct {
 	mu      sync.Mutex
 	clients map[string]client.Client // by impersonated identity
 	applied map[string]time.Time     // app -> when its current render was last applied
+	synced  map[string]string        // app -> the flotilla app sync request last handled
 }
 
 // SetupWithManager registers the controller.
@@ -84,7 +88,11 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		c.Hooks = kube.NewQueueSource[reconcile.Request]()
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("application").
-		For(&appsv1alpha1.Application{}).
+		// Fetches wait on the network: several at once, so one slow repository holds no other.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		// Status writes (this controller's and the targeting controller's) need no fetch; a
+		// spec change or flotilla app sync (an annotation) does.
+		For(&appsv1alpha1.Application{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A Team's repositories or groups decide what its Applications may do.
 		Watches(&tenancyv1alpha1.Team{}, handler.EnqueueRequestsFromMapFunc(c.appsOfNamespace)).
 		WatchesRawSource(c.Hooks)
@@ -264,6 +272,10 @@ func (c *Controller) applyFailed(app *appsv1alpha1.Application, st *status, t te
 // fetch resolves the revision and renders the tree of its commit.
 func (c *Controller) fetch(ctx context.Context, app *appsv1alpha1.Application) (string, []appsource.Object, error) {
 	g := app.Spec.Source.Git
+	if c.syncRequested(app) {
+		// flotilla app sync means "ask the server now", not "use the listing of a moment ago".
+		c.Fetcher.Forget(func(u string) bool { return u == g.RepoURL })
+	}
 	auth, err := c.auth(ctx, app)
 	if err != nil {
 		return "", nil, err
@@ -283,6 +295,25 @@ func (c *Controller) fetch(ctx context.Context, app *appsv1alpha1.Application) (
 	}
 	objs, err := appsource.RenderDir(dir, p, c.Limits)
 	return commit, objs, err
+}
+
+// syncRequested reports (once) a new flotilla app sync request on the Application.
+func (c *Controller) syncRequested(app *appsv1alpha1.Application) bool {
+	req := app.Annotations[appsv1alpha1.RequestedAtAnnotation]
+	if req == "" {
+		return false
+	}
+	key := client.ObjectKeyFromObject(app).String()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.synced == nil {
+		c.synced = map[string]string{}
+	}
+	if c.synced[key] == req {
+		return false
+	}
+	c.synced[key] = req
+	return true
 }
 
 // auth reads the credentials Secret of the Application's namespace.

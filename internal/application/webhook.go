@@ -65,6 +65,9 @@ func (c *Controller) Webhook() http.Handler {
 			http.Error(w, "no repository named: send a push event with repository.clone_url, or ?repoURL=URL", http.StatusBadRequest)
 			return
 		}
+		if c.Fetcher != nil {
+			c.Fetcher.Forget(func(u string) bool { return urls[normalize(u)] })
+		}
 		var list appsv1alpha1.ApplicationList
 		if err := c.Client.List(r.Context(), &list); err != nil {
 			http.Error(w, "listing Applications: "+err.Error(), http.StatusServiceUnavailable)

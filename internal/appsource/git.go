@@ -70,8 +70,22 @@ type Fetcher struct {
 	// commits of the same repository have been checked out since.
 	Keep int
 
+	// RefsTTL is how long one listing of a repository's refs answers every Resolve of it, so
+	// a push that wakes 500 Applications of one repository costs one request; 0 shares a
+	// listing only with the calls made while it is in flight.
+	RefsTTL time.Duration
+
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	refs  map[string]*refsListing
+}
+
+// refsListing is one listing of a repository's refs, shared while in flight and for RefsTTL.
+type refsListing struct {
+	done chan struct{}
+	at   time.Time
+	refs []*plumbing.Reference
+	err  error
 }
 
 var (
@@ -171,12 +185,66 @@ func (f *Fetcher) Resolve(ctx context.Context, g Git, auth *Auth) (string, error
 		return "", err
 	}
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.RepoURL}})
-	refs, err := f.list(ctx, rem, am)
+	refs, err := f.listShared(ctx, g.RepoURL, auth, rem, am)
 	if err != nil {
 		return "", gitError(g, auth, err)
 	}
 	_, commit, err := pickRef(refs, g)
 	return commit, err
+}
+
+// Forget drops the shared listings of the repositories named, so the next Resolve asks the
+// server: a push webhook says the refs changed.
+func (f *Fetcher) Forget(named func(repoURL string) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for key := range f.refs {
+		url, _, _ := strings.Cut(key, "|")
+		if named(url) {
+			delete(f.refs, key)
+		}
+	}
+}
+
+// listShared lists a repository's refs once for every caller with the same credentials
+// within RefsTTL; a failure is shared only with the callers that waited for it.
+func (f *Fetcher) listShared(ctx context.Context, url string, auth *Auth, rem *git.Remote, am transport.AuthMethod) ([]*plumbing.Reference, error) {
+	key := url
+	if auth != nil {
+		h := sha256.Sum256([]byte(auth.Username + "\x00" + auth.Password + "\x00" + auth.Token + "\x00" + string(auth.SSHPrivateKey)))
+		key += "|" + hex.EncodeToString(h[:8])
+	}
+	ttl := f.RefsTTL
+	f.mu.Lock()
+	if f.refs == nil {
+		f.refs = map[string]*refsListing{}
+	}
+	l, ok := f.refs[key]
+	if ok {
+		select {
+		case <-l.done:
+			if l.err != nil || time.Since(l.at) >= ttl {
+				ok = false
+			}
+		default: // in flight: wait for it
+		}
+	}
+	if !ok {
+		l = &refsListing{done: make(chan struct{})}
+		f.refs[key] = l
+		f.mu.Unlock()
+		l.refs, l.err = f.list(ctx, rem, am)
+		l.at = time.Now()
+		close(l.done)
+		return l.refs, l.err
+	}
+	f.mu.Unlock()
+	select {
+	case <-l.done:
+		return l.refs, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (f *Fetcher) list(ctx context.Context, rem *git.Remote, am transport.AuthMethod) ([]*plumbing.Reference, error) {

@@ -2,6 +2,7 @@ package appsource
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -387,4 +388,77 @@ func TestCheckoutThenRenderRefusesEscapingSymlink(t *testing.T) {
 	}
 	_, err = RenderDir(dir, "apps", Limits{})
 	mustFileError(t, err, "apps/evil.yaml", 0, "leads outside the repository")
+}
+
+// Many Applications of one repository woken at once (a push webhook) list its refs once.
+func TestResolveSharesOneListingOfRefs(t *testing.T) {
+	r := newTestRepo(t)
+	c1 := r.commit("c1", map[string]string{"a.yaml": "a: 1\n"})
+	backend := startHTTPGit(t, r.base, "", "")
+	var mu sync.Mutex
+	listings := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/info/refs") {
+			mu.Lock()
+			listings++
+			mu.Unlock()
+		}
+		proxy, err := http.NewRequestWithContext(req.Context(), req.Method, backend.URL+req.URL.RequestURI(), req.Body)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		proxy.Header = req.Header
+		resp, err := http.DefaultClient.Do(proxy)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer srv.Close()
+	g := Git{RepoURL: srv.URL + "/app", Revision: "main"}
+	fe := &Fetcher{CacheDir: t.TempDir(), Timeout: 10 * time.Second, RefsTTL: time.Minute}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if got, err := fe.Resolve(context.Background(), g, nil); err != nil || got != c1 {
+				t.Errorf("Resolve = %q, %v; want %q", got, err, c1)
+			}
+		})
+	}
+	wg.Wait()
+	if listings != 1 {
+		t.Errorf("20 Resolves within RefsTTL listed the refs %d times, want 1", listings)
+	}
+	// Without a TTL, a later Resolve asks again and sees a new commit.
+	fe.RefsTTL = 0
+	c2 := r.commit("c2", map[string]string{"b.yaml": "b: 1\n"})
+	if got, err := fe.Resolve(context.Background(), g, nil); err != nil || got != c2 {
+		t.Errorf("Resolve after a push = %q, %v; want %q", got, err, c2)
+	}
+}
+
+func TestForgetMakesTheNextResolveAsk(t *testing.T) {
+	r := newTestRepo(t)
+	r.commit("c1", map[string]string{"a.yaml": "a: 1\n"})
+	srv := startHTTPGit(t, r.base, "", "")
+	g := Git{RepoURL: srv.URL + "/app", Revision: "main"}
+	fe := &Fetcher{CacheDir: t.TempDir(), Timeout: 10 * time.Second, RefsTTL: time.Hour}
+	if _, err := fe.Resolve(context.Background(), g, nil); err != nil {
+		t.Fatal(err)
+	}
+	c2 := r.commit("c2", map[string]string{"b.yaml": "b: 1\n"})
+	if got, _ := fe.Resolve(context.Background(), g, nil); got == c2 {
+		t.Fatal("within RefsTTL the shared listing answers")
+	}
+	fe.Forget(func(u string) bool { return u == g.RepoURL })
+	if got, err := fe.Resolve(context.Background(), g, nil); err != nil || got != c2 {
+		t.Errorf("Resolve after Forget = %q, %v; want %q", got, err, c2)
+	}
 }

@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		gitCache = filepath.Join(base, "flotilla", "git")
 	}
-	apps := &application.Controller{Config: cfg, Fetcher: &appsource.Fetcher{CacheDir: gitCache}, Hooks: kube.NewQueueSource[reconcile.Request]()}
+	apps := &application.Controller{Config: cfg, Fetcher: &appsource.Fetcher{CacheDir: gitCache, RefsTTL: 2 * time.Second}, Hooks: kube.NewQueueSource[reconcile.Request]()}
 	// Push webhooks are served beside /metrics, behind the same authentication when secure.
 	metricsOptions.ExtraHandlers = map[string]http.Handler{application.WebhookPath: apps.Webhook()}
 	cfg = rest.CopyConfig(cfg)

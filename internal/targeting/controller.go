@@ -31,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -66,6 +67,8 @@ type Controller struct {
 // status controller.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("targeting").
+		// A relabelled cluster wakes every Application at once.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		For(&appsv1alpha1.Application{}).
 		Watches(&appsv1alpha1.TargetPolicy{}, handler.EnqueueRequestsFromMapFunc(c.appsIn(func(o client.Object) string { return o.GetNamespace() }))).
 		Watches(&appsv1alpha1.ClusterTargetPolicy{}, handler.EnqueueRequestsFromMapFunc(c.appsIn(func(client.Object) string { return "" }))).
@@ -358,7 +361,7 @@ func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application
 	spec := policyv1alpha1.PropagationSpec{
 		ResourceSelectors: selectors(app, platform),
 		Placement: policyv1alpha1.Placement{
-			ClusterAffinity:   &policyv1alpha1.ClusterAffinity{ClusterNames: clusters},
+			ClusterAffinity:   affinity(ts, clusters),
 			ReplicaScheduling: first(ts, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.ReplicaScheduling { return s.ReplicaScheduling }),
 		},
 		Rollout:        first(ts, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.RolloutStrategy { return s.Rollout }),
@@ -399,6 +402,16 @@ func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application
 	}
 	// The other kind, and overrides no longer wanted, go.
 	return c.removeGenerated(ctx, app.Namespace, app.Name, kindsKept(pp, op))
+}
+
+// affinity is one target's clusterSelector as it stands, so relabelling a cluster needs no
+// rewrite of the placement (the scheduler follows cluster labels); several targets' union is
+// their clusters by name.
+func affinity(ts []target, clusters []string) *policyv1alpha1.ClusterAffinity {
+	if len(ts) == 1 {
+		return &policyv1alpha1.ClusterAffinity{LabelSelector: ts[0].spec.ClusterSelector.DeepCopy()}
+	}
+	return &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}
 }
 
 func kindsKept(objs ...client.Object) string {

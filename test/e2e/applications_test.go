@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
@@ -289,6 +290,40 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app2"}, tmpl)).To(gomega.Succeed())
 	g.Expect(tmpl.Labels).To(gomega.HaveKeyWithValue(appsv1alpha1.ApplicationLabel, "app2"))
 	g.Expect(tmpl.Labels).To(gomega.HaveKeyWithValue("tier", "gpu"), "kustomize rendered the overlay")
+
+	// Inline manifests work the same way, and relabelling an application moves it.
+	inline := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello", Labels: map[string]string{"common": "true"}},
+		Spec: appsv1alpha1.ApplicationSpec{Source: appsv1alpha1.ApplicationSource{Inline: &appsv1alpha1.InlineSource{Manifests: []appsv1alpha1.Manifest{
+			{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"hello"},"data":{"greeting":"hi"}}`)}}}}}}}
+	g.Expect(dave.Create(ctx, inline)).To(gomega.Succeed())
+	g.Eventually(func() error { return memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	g.Expect(cp.Patch(ctx, inline, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"common":null,"gpu":"true"}}}`)))).To(gomega.Succeed())
+	g.Eventually(func() error { return memberClient(t, "west").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{}))
+	}).Should(gomega.BeTrue(), "relabelled from common to gpu: east lets it go")
+
+	// Two target policies that disagree on replicas: nothing moves, and the condition names both.
+	staging := &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "common-staging"}, Spec: appsv1alpha1.TargetSpec{
+		AppSelector:       east.Spec.AppSelector,
+		ClusterSelector:   policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"env": "staging"}},
+		ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{Type: policyv1alpha1.ReplicaSchedulingDuplicated},
+	}}
+	divided := &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "common-divided"}, Spec: appsv1alpha1.TargetSpec{
+		AppSelector:       east.Spec.AppSelector,
+		ClusterSelector:   east.Spec.ClusterSelector,
+		ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionAggregated},
+	}}
+	g.Expect(dave.Create(ctx, divided)).To(gomega.Succeed())
+	g.Expect(dave.Create(ctx, staging)).To(gomega.Succeed())
+	g.Eventually(appCondition(ns, "app1", "Placed")).Should(gomega.And(gomega.HavePrefix("False/TargetConflict"),
+		gomega.ContainSubstring("squad-c/common-divided"), gomega.ContainSubstring("squad-c/common-staging"), gomega.ContainSubstring("spec.replicaScheduling")))
+	g.Consistently(func() int32 { return memberReplicas(t, "europe", ns, "app1") }, 3*time.Second).Should(gomega.Equal(int32(-1)), "nothing moves while they disagree")
+	g.Expect(dave.Delete(ctx, divided)).To(gomega.Succeed())
+	g.Eventually(func() int32 { return memberReplicas(t, "europe", ns, "app1") }).Should(gomega.Equal(int32(1)), "the union of the clusters once they agree")
+	g.Expect(memberReplicas(t, "east", ns, "app1")).To(gomega.Equal(int32(1)))
+	g.Expect(dave.Delete(ctx, staging)).To(gomega.Succeed())
+	g.Eventually(func() int32 { return memberReplicas(t, "europe", ns, "app1") }).Should(gomega.Equal(int32(-1)))
 
 	// Relabelling a cluster moves the placement.
 	setClusterLabel(t, g, "europe", "gpu", "true")
