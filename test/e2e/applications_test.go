@@ -296,9 +296,13 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 		Spec: appsv1alpha1.ApplicationSpec{Source: appsv1alpha1.ApplicationSource{Inline: &appsv1alpha1.InlineSource{Manifests: []appsv1alpha1.Manifest{
 			{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"hello"},"data":{"greeting":"hi"}}`)}}}}}}}
 	g.Expect(dave.Create(ctx, inline)).To(gomega.Succeed())
-	g.Eventually(func() error { return memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	g.Eventually(func() error {
+		return memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{})
+	}).Should(gomega.Succeed())
 	g.Expect(cp.Patch(ctx, inline, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"common":null,"gpu":"true"}}}`)))).To(gomega.Succeed())
-	g.Eventually(func() error { return memberClient(t, "west").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	g.Eventually(func() error {
+		return memberClient(t, "west").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{})
+	}).Should(gomega.Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &corev1.ConfigMap{}))
 	}).Should(gomega.BeTrue(), "relabelled from common to gpu: east lets it go")
