@@ -13,6 +13,9 @@ package application
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -75,7 +78,7 @@ type Controller struct {
 
 	mu      sync.Mutex
 	clients map[string]client.Client // by impersonated identity
-	applied map[string]time.Time     // app -> when its current render was last applied
+	applied map[string]appliedRender // app -> the render last applied
 	synced  map[string]string        // app -> the flotilla app sync request last handled
 }
 
@@ -185,13 +188,24 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 	}
 	now := c.Clock.Now()
 	key := client.ObjectKeyFromObject(app).String()
-	if commit == st.s.Commit && app.Generation == st.s.ObservedGeneration && st.ready() && !c.due(key, now) {
-		return ctrl.Result{RequeueAfter: interval}, nil
-	}
 	templates, err := c.templates(app, objs)
 	if err != nil {
 		st.stalled(app, appsv1alpha1.ReasonObjectNotAllowed, err.Error())
 		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	hash, err := renderHash(templates)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// A commit that changes nothing of this application (another directory of the repository
+	// changed) costs no write but the commit in status.
+	if app.Generation == st.s.ObservedGeneration && st.ready() && c.sameRender(key, hash, now) {
+		if commit != st.s.Commit {
+			st.s.Commit, st.s.LastFetchTime = commit, &metav1.Time{Time: now}
+			msg := fmt.Sprintf("%d objects applied from commit %s of %s", len(templates), short(commit), src.Git.RepoURL)
+			st.set(app, appsv1alpha1.ConditionReady, metav1.ConditionTrue, appsv1alpha1.ReasonApplied, msg)
+		}
+		return requeue(src, interval), nil
 	}
 	cl, err := c.teamClient(team, app)
 	if err != nil {
@@ -240,21 +254,46 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 	st.set(app, appsv1alpha1.ConditionStalled, metav1.ConditionFalse, appsv1alpha1.ReasonApplied, msg)
 	c.mu.Lock()
 	if c.applied == nil {
-		c.applied = map[string]time.Time{}
+		c.applied = map[string]appliedRender{}
 	}
-	c.applied[key] = now
+	c.applied[key] = appliedRender{at: now, hash: hash}
 	c.mu.Unlock()
-	if src.Git == nil {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{RequeueAfter: interval}, nil
+	return requeue(src, interval), nil
 }
 
-func (c *Controller) due(key string, now time.Time) bool {
+func requeue(src appsv1alpha1.ApplicationSource, interval time.Duration) ctrl.Result {
+	if src.Git == nil {
+		return ctrl.Result{} // inline: only a change of the Application changes anything
+	}
+	return ctrl.Result{RequeueAfter: interval}
+}
+
+// appliedRender is what this process last applied for an Application, and when.
+type appliedRender struct {
+	at   time.Time
+	hash string
+}
+
+// sameRender reports whether the render was applied already and recently enough; after
+// resync it is applied again, so a template changed by hand in the control plane comes back.
+func (c *Controller) sameRender(key, hash string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at, ok := c.applied[key]
-	return !ok || now.Sub(at) >= resync
+	last, ok := c.applied[key]
+	return ok && last.hash == hash && now.Sub(last.at) < resync
+}
+
+func renderHash(templates []template) (string, error) {
+	h := sha256.New()
+	for _, t := range templates {
+		b, err := json.Marshal(t.u.Object)
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (c *Controller) applyFailed(app *appsv1alpha1.Application, st *status, t template, err error, interval time.Duration) (ctrl.Result, error) {
