@@ -92,6 +92,7 @@ type ports struct {
 	ControlPlane   int            `json:"controlPlane"`
 	ManagerMetrics int            `json:"managerMetrics"`
 	ManagerHealth  int            `json:"managerHealth"`
+	Inventory      int            `json:"inventory,omitempty"`
 	Members        map[string]int `json:"members"`
 }
 
@@ -171,6 +172,15 @@ func (f *LocalFleet) ManagerHealthAddress() string {
 func (f *LocalFleet) ManagerMetricsAddress() string {
 	return fmt.Sprintf("127.0.0.1:%d", f.state.Ports.ManagerMetrics)
 }
+
+// InventoryURL is the inventory API the controller-manager serves.
+func (f *LocalFleet) InventoryURL() string {
+	return fmt.Sprintf("https://127.0.0.1:%d", f.state.Ports.Inventory)
+}
+
+// CAFile is the fleet's CA: it signs the apiservers' and the inventory API's serving
+// certificates and users' client certificates.
+func (f *LocalFleet) CAFile() string { return f.pki().path(caCert) }
 
 func (f *LocalFleet) statePath() string { return filepath.Join(f.opts.StateDir, "state.json") }
 func (f *LocalFleet) pki() pki          { return pki{dir: filepath.Join(f.opts.StateDir, "pki")} }
@@ -390,7 +400,7 @@ func (f *LocalFleet) prepare() error {
 	}{
 		{&p.EtcdClient, "etcd"}, {&p.EtcdPeer, "etcd"},
 		{&p.ControlPlane, ControlPlaneName + "-apiserver"},
-		{&p.ManagerMetrics, managerComponent}, {&p.ManagerHealth, managerComponent},
+		{&p.ManagerMetrics, managerComponent}, {&p.ManagerHealth, managerComponent}, {&p.Inventory, managerComponent},
 	}
 	for _, s := range steps {
 		if err := pick(s.port, s.component); err != nil {
@@ -730,6 +740,11 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 			// there takes only client certificates, which analysis never presents.
 			"--analysis-allow-cidr=127.0.0.1/32",
 			"--git-cache-dir=" + filepath.Join(f.opts.StateDir, "git"),
+			"--history-dsn=sqlite://" + filepath.Join(f.opts.StateDir, "history.db"),
+			"--inventory-bind-address=" + fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory),
+			"--inventory-tls-cert-file=" + f.pki().path(serverCert),
+			"--inventory-tls-key-file=" + f.pki().path(serverKey),
+			"--inventory-client-ca-file=" + f.pki().path(caCert),
 		}, f.opts.Manager.Args...)
 		if err := p.start(args...); err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/appsource"
 	"github.com/flotilla-dev/flotilla/internal/customization"
 	"github.com/flotilla-dev/flotilla/internal/failover"
+	"github.com/flotilla-dev/flotilla/internal/historian"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"github.com/flotilla-dev/flotilla/internal/targeting"
@@ -82,6 +83,21 @@ type Options struct {
 	DriftCheckInterval time.Duration
 	// GitCacheDir holds the git trees Applications are rendered from.
 	GitCacheDir string
+	// HistoryDSN is the history store: sqlite://PATH (default, in the user cache directory)
+	// or postgres://...; HistoryRetention and HistoryMaxRecords bound it (0: unbounded).
+	HistoryDSN        string
+	HistoryRetention  time.Duration
+	HistoryMaxRecords int
+	// Inventory serves the inventory API when its address is set.
+	Inventory InventoryOptions
+}
+
+// InventoryOptions say where and how the inventory API is served.
+type InventoryOptions struct {
+	Address      string // host:port; empty: not served
+	CertFile     string // TLS serving certificate and key (required with Address)
+	KeyFile      string
+	ClientCAFile string // accept client certificates of this CA (the control plane's client CA)
 }
 
 // DefaultOptions are the production defaults.
@@ -102,6 +118,8 @@ func DefaultOptions() Options {
 		LuaCallMemory:       luavm.DefaultLimits().MaxMemory,
 		Analysis:            analysis.DefaultSettings(),
 		DriftCheckInterval:  execute.DefaultDriftCheckInterval,
+		HistoryRetention:    90 * 24 * time.Hour,
+		HistoryMaxRecords:   1_000_000,
 	}
 }
 
@@ -199,7 +217,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := detector.IndexBindingsByPolicy(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("indexing bindings by policy: %w", err)
 	}
-	if err := (&scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}).SetupWithManager(ctx, mgr); err != nil {
+	sched := &scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}
+	if err := sched.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
 	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-binding"),
@@ -223,6 +242,25 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&failover.TaintController{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-failover"),
 		GracePeriod: o.FailoverGracePeriod}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the failover controller: %w", err)
+	}
+	historyDSN := o.HistoryDSN
+	if historyDSN == "" {
+		historyDSN = "sqlite://" + filepath.Join(filepath.Dir(gitCache), "history.db")
+	}
+	store := historian.OpenLazy(ctx, historyDSN, ctrl.Log.WithName("history"))
+	defer store.Close()
+	go historian.Retain(ctx, store, o.HistoryRetention, o.HistoryMaxRecords, 10*time.Minute, ctrl.Log.WithName("history"))
+	if err := (&historian.Historian{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Store: store}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the historian: %w", err)
+	}
+	if o.Inventory.Address != "" {
+		srv, err := o.Inventory.server(cfg, mgr.GetClient(), store, sched)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(srv); err != nil {
+			return err
+		}
 	}
 	apps.Client, apps.Mapper, apps.Recorder = mgr.GetClient(), mgr.GetRESTMapper(), mgr.GetEventRecorder("flotilla-application")
 	if err := apps.SetupWithManager(mgr); err != nil {

@@ -1,0 +1,444 @@
+// Package historian turns what the bindings report into history records: each change of the
+// revision a cluster runs, its outcome (applied, healthy, failed), and its removal, with the
+// cause (a release and its wave, a rollback, a placement or failover, an application commit),
+// the images and commit, and the actor where the control plane knows it.
+//
+// It reads bindings, releases, revisions and templates, and writes only to the history store.
+// Records carry idempotent IDs (binding, cluster, binding generation, revision, outcome), so a
+// restart neither duplicates nor loses the state in force: on its first look at a template it
+// compares what the binding reports with the newest records in the store and appends what
+// differs. While the store is down, reconciles fail and retry with backoff; the records then
+// describe the state at the time the store came back (intermediate states are not kept).
+package historian
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/release"
+)
+
+// Outcomes of a record.
+const (
+	OutcomeApplied = "applied"
+	OutcomeHealthy = "healthy"
+	OutcomeFailed  = "failed"
+	OutcomeRemoved = "removed"
+)
+
+// Causes of a record.
+const (
+	CauseRelease     = "release"
+	CauseRollback    = "rollback"
+	CausePlacement   = "placement"
+	CauseFailover    = "failover"
+	CauseSuspend     = "suspend"
+	CauseApply       = "apply"
+	CauseRemoval     = "removal"
+	CauseAdoption    = "adoption"
+	CauseAppFailover = "application-failover"
+)
+
+// Historian records binding changes.
+type Historian struct {
+	Client client.Client
+	Reader client.Reader
+	Store  history.Store
+	Clock  clock.PassiveClock
+
+	mu    sync.Mutex
+	state map[string]map[string]seen // binding key -> cluster -> last recorded
+}
+
+// seen is the last record of one template in one cluster.
+type seen struct {
+	from, to int64
+	outcome  string
+}
+
+// SetupWithManager registers one controller per binding kind.
+func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
+	if h.Clock == nil {
+		h.Clock = clock.RealClock{}
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("historian").
+		For(&workv1alpha1.ResourceBinding{}).
+		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+			return h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req)
+		})); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("historian-cluster").
+		For(&workv1alpha1.ClusterResourceBinding{}).
+		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+			return h.reconcile(ctx, &workv1alpha1.ClusterResourceBinding{}, req)
+		}))
+}
+
+func bindingKey(req ctrl.Request) string { return req.Namespace + "/" + req.Name }
+
+func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req ctrl.Request) (ctrl.Result, error) {
+	key := bindingKey(req)
+	err := h.Client.Get(ctx, req.NamespacedName, b)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, h.removed(ctx, key)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !b.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	spec, status := b.BindingSpec(), b.BindingStatus()
+	last, err := h.lastOf(ctx, key, spec.Resource)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := h.Clock.Now()
+	var recs []history.Record
+	next := map[string]seen{}
+	ctxInfo := &lazyContext{h: h, ctx: ctx, b: b}
+	tracked := spec.Revisions != nil && spec.Revisions.Latest > 0
+	for _, cs := range status.Clusters {
+		outcome := outcomeOf(cs)
+		if tracked && cs.Revision == 0 {
+			outcome = "" // a new render not yet observed in the member: nothing changed yet
+		}
+		if outcome == "" {
+			if prev, ok := last[cs.Cluster]; ok {
+				next[cs.Cluster] = prev
+			}
+			continue
+		}
+		prev, had := last[cs.Cluster]
+		if had && prev.to == cs.Revision && prev.outcome == outcome {
+			next[cs.Cluster] = prev
+			continue
+		}
+		from := prev.to
+		if had && prev.to == cs.Revision {
+			from = prev.from // the same change, a later outcome
+		}
+		rec := h.record(b, cs.Cluster, from, cs.Revision, outcome, now)
+		rec.Message = cs.Message
+		rec.Cause, rec.CauseDetail = ctxInfo.cause(cs.Cluster, from, cs.Revision, had)
+		rec.Images, rec.Commit, rec.Actor = ctxInfo.content(cs.Revision)
+		recs = append(recs, rec)
+		next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome}
+	}
+	for cluster, prev := range last {
+		if _, still := next[cluster]; still || prev.outcome == OutcomeRemoved {
+			continue
+		}
+		rec := h.record(b, cluster, prev.to, 0, OutcomeRemoved, now)
+		rec.Cause, rec.CauseDetail = ctxInfo.removalCause(cluster)
+		recs = append(recs, rec)
+		next[cluster] = seen{from: prev.to, outcome: OutcomeRemoved}
+	}
+	if len(recs) > 0 {
+		if t := ctxInfo.template(); t != nil {
+			for i := range recs {
+				recs[i].Application = t.GetLabels()[appsv1alpha1.ApplicationLabel]
+			}
+		}
+		if _, err := h.Store.Append(ctx, recs...); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording %d history records of %s: %w", len(recs), key, err)
+		}
+	}
+	h.mu.Lock()
+	h.state[key] = next
+	h.mu.Unlock()
+	return ctrl.Result{}, nil
+}
+
+// outcomeOf says what a cluster's status means for history; "" while nothing is applied yet.
+func outcomeOf(cs workv1alpha1.ClusterStatus) string {
+	switch {
+	case cs.Suspended:
+		return ""
+	case !cs.Applied && cs.Message != "":
+		return OutcomeFailed
+	case !cs.Applied:
+		return ""
+	case cs.Health == workv1alpha1.HealthHealthy:
+		return OutcomeHealthy
+	default:
+		return OutcomeApplied
+	}
+}
+
+func (h *Historian) record(b workv1alpha1.Binding, cluster string, from, to int64, outcome string, now time.Time) history.Record {
+	r := b.BindingSpec().Resource
+	gv, _ := schema.ParseGroupVersion(r.APIVersion)
+	id := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%d|%d|%d|%s", b.GetUID(), cluster, b.GetGeneration(), from, to, outcome))
+	return history.Record{
+		ID:   hex.EncodeToString(id[:16]),
+		Time: now, Team: r.Namespace,
+		Group: gv.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+		Cluster: cluster, FromRevision: from, ToRevision: to, Outcome: outcome,
+	}
+}
+
+// lastOf is what was last recorded for a binding's clusters: from memory, else from the
+// store's newest records of its template (after a restart).
+func (h *Historian) lastOf(ctx context.Context, key string, r workv1alpha1.ObjectReference) (map[string]seen, error) {
+	h.mu.Lock()
+	if h.state == nil {
+		h.state = map[string]map[string]seen{}
+	}
+	last, ok := h.state[key]
+	h.mu.Unlock()
+	if ok {
+		return last, nil
+	}
+	gv, _ := schema.ParseGroupVersion(r.APIVersion)
+	latest, err := h.Store.Latest(ctx, history.Filter{Namespaces: []string{r.Namespace}, Kind: r.Kind, Name: r.Name})
+	if err != nil {
+		return nil, fmt.Errorf("reading the newest history of %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
+	}
+	last = map[string]seen{}
+	for _, rec := range latest {
+		if rec.Group == gv.Group {
+			last[rec.Cluster] = seen{from: rec.FromRevision, to: rec.ToRevision, outcome: rec.Outcome}
+		}
+	}
+	return last, nil
+}
+
+// removed records the removal of every cluster of a deleted binding.
+func (h *Historian) removed(ctx context.Context, key string) error {
+	h.mu.Lock()
+	last := h.state[key]
+	h.mu.Unlock()
+	if len(last) == 0 {
+		return nil
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	now := h.Clock.Now()
+	var recs []history.Record
+	for cluster, prev := range last {
+		if prev.outcome == OutcomeRemoved {
+			continue
+		}
+		id := sha256.Sum256(fmt.Appendf(nil, "deleted|%s|%s|%d", key, cluster, prev.to))
+		recs = append(recs, history.Record{ID: hex.EncodeToString(id[:16]), Time: now, Team: ns, Namespace: ns, Name: name, Cluster: cluster,
+			FromRevision: prev.to, Outcome: OutcomeRemoved, Cause: CauseRemoval, CauseDetail: "the template, or the policy that placed it, was deleted",
+			Kind: bindingKind(name)})
+	}
+	if len(recs) > 0 {
+		if _, err := h.Store.Append(ctx, recs...); err != nil {
+			return err
+		}
+	}
+	h.mu.Lock()
+	delete(h.state, key)
+	h.mu.Unlock()
+	return nil
+}
+
+// bindingKind recovers the template's kind from a binding named NAME-KIND (the detector's
+// naming), for records of bindings already gone.
+func bindingKind(binding string) string {
+	i := strings.LastIndex(binding, "-")
+	if i < 0 {
+		return ""
+	}
+	return binding[i+1:]
+}
+
+// lazyContext reads what records need (releases, revisions, the template) once per pass and
+// only when a record is written.
+type lazyContext struct {
+	h        *Historian
+	ctx      context.Context
+	b        workv1alpha1.Binding
+	releases []rolloutv1alpha1.Release
+	loaded   bool
+	tmpl     map[int64]*unstructured.Unstructured
+
+	tmplLoaded bool
+	current    *unstructured.Unstructured
+}
+
+func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {
+	if l.loaded {
+		return l.releases
+	}
+	l.loaded = true
+	var list rolloutv1alpha1.ReleaseList
+	if err := l.h.Client.List(l.ctx, &list, client.InNamespace(release.Namespace(l.b))); err != nil {
+		return nil
+	}
+	for _, r := range list.Items {
+		if r.Spec.Binding.Name == l.b.GetName() {
+			l.releases = append(l.releases, r)
+		}
+	}
+	return l.releases
+}
+
+// cause explains a change of a cluster from one revision to another.
+func (l *lazyContext) cause(cluster string, from, to int64, had bool) (string, string) {
+	spec := l.b.BindingSpec()
+	rels := l.releasesOf()
+	if from > 0 && to < from {
+		for _, r := range rels {
+			if r.Spec.Revision == from && (r.Status.Phase == rolloutv1alpha1.ReleaseRolledBack || r.Status.Phase == rolloutv1alpha1.ReleaseAborted) {
+				return CauseRollback, fmt.Sprintf("release %s %s: %s", r.Name, strings.ToLower(string(r.Status.Phase)), r.Status.Message)
+			}
+		}
+		return CauseRollback, fmt.Sprintf("back to revision %d", to)
+	}
+	if !had || from == 0 {
+		if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster != cluster }) {
+			return CauseFailover, "replaces " + evictedClusters(spec) + " (failover)"
+		}
+		return CausePlacement, fmt.Sprintf("placed by %s %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef))
+	}
+	for _, r := range rels {
+		if r.Spec.Revision != to {
+			continue
+		}
+		for i, w := range r.Status.Waves {
+			if slices.ContainsFunc(w.Clusters, func(c rolloutv1alpha1.ClusterRelease) bool { return c.Name == cluster }) {
+				return CauseRelease, fmt.Sprintf("release %s wave %d/%d (%s)", r.Name, i+1, len(r.Status.Waves), w.Name)
+			}
+		}
+		return CauseRelease, "release " + r.Name
+	}
+	return CauseApply, fmt.Sprintf("revision %d", to)
+}
+
+func (l *lazyContext) removalCause(cluster string) (string, string) {
+	spec := l.b.BindingSpec()
+	if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster == cluster }) {
+		return CauseFailover, "evicted from " + cluster + " (failover)"
+	}
+	return CausePlacement, fmt.Sprintf("%s %s no longer places it on %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef), cluster)
+}
+
+func evictedClusters(spec *workv1alpha1.ResourceBindingSpec) string {
+	var out []string
+	for _, t := range spec.GracefulEvictionTasks {
+		out = append(out, t.Cluster)
+	}
+	return strings.Join(out, ", ")
+}
+
+func policyName(p workv1alpha1.PolicyReference) string {
+	if p.Namespace != "" {
+		return p.Namespace + "/" + p.Name
+	}
+	return p.Name
+}
+
+// content is the images, git commit and actor of a revision.
+func (l *lazyContext) content(rev int64) ([]string, string, string) {
+	if l.tmpl == nil {
+		l.tmpl = map[int64]*unstructured.Unstructured{}
+	}
+	t, ok := l.tmpl[rev]
+	if !ok {
+		if rev > 0 {
+			t, _, _ = release.LoadRevision(l.ctx, l.h.Reader, l.b, rev)
+		}
+		if t == nil {
+			t = l.template()
+		}
+		l.tmpl[rev] = t
+	}
+	if t == nil {
+		return nil, "", ""
+	}
+	images := imagesOf(t)
+	commit, actor := "", actorOf(l.template())
+	if l.template() == nil {
+		return images, "", ""
+	}
+	if app := l.template().GetLabels()[appsv1alpha1.ApplicationLabel]; app != "" {
+		a := &appsv1alpha1.Application{}
+		if l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: l.b.BindingSpec().Resource.Namespace, Name: app}, a) == nil {
+			commit = a.Status.Commit
+			actor = "application " + a.Namespace + "/" + a.Name
+		}
+	}
+	return images, commit, actor
+}
+
+func (l *lazyContext) template() *unstructured.Unstructured {
+	if l.tmplLoaded {
+		return l.current
+	}
+	l.tmplLoaded = true
+	r := l.b.BindingSpec().Resource
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(r.APIVersion)
+	u.SetKind(r.Kind)
+	if err := l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, u); err != nil {
+		return nil
+	}
+	l.current = u
+	return u
+}
+
+// imagesOf lists the container images of a workload template (any kind with a pod template).
+func imagesOf(u *unstructured.Unstructured) []string {
+	var out []string
+	for _, path := range [][]string{{"spec", "template", "spec"}, {"spec", "jobTemplate", "spec", "template", "spec"}, {"spec"}} {
+		for _, field := range []string{"initContainers", "containers"} {
+			cs, _, _ := unstructured.NestedSlice(u.Object, append(slices.Clone(path), field)...)
+			for _, c := range cs {
+				if m, ok := c.(map[string]any); ok {
+					if img, ok := m["image"].(string); ok && !slices.Contains(out, img) {
+						out = append(out, img)
+					}
+				}
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return out
+}
+
+// actorOf names who last changed a template's spec, as its managedFields know it: the field
+// manager (kubectl, a CI tool, flotilla-application), not the user; the control plane does
+// not record users in objects.
+func actorOf(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
+	var newest metav1.ManagedFieldsEntry
+	for _, mf := range u.GetManagedFields() {
+		if mf.Subresource != "" || mf.Time == nil {
+			continue
+		}
+		if newest.Time == nil || mf.Time.After(newest.Time.Time) {
+			newest = mf
+		}
+	}
+	if newest.Manager == "" {
+		return ""
+	}
+	return "manager " + newest.Manager
+}

@@ -1,0 +1,72 @@
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/inventory"
+)
+
+// server is the inventory API as a runnable of the manager, served on every replica (it
+// only reads).
+func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, store history.Store, preview inventory.Previewer) (manager.Runnable, error) {
+	if _, _, err := net.SplitHostPort(o.Address); err != nil {
+		return nil, fmt.Errorf("--inventory-bind-address %q: give host:port, for example 127.0.0.1:8443", o.Address)
+	}
+	if o.CertFile == "" || o.KeyFile == "" {
+		return nil, errors.New("--inventory-bind-address needs --inventory-tls-cert-file and --inventory-tls-key-file: the inventory API is served over TLS only")
+	}
+	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--inventory-tls-cert-file/--inventory-tls-key-file: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if o.ClientCAFile != "" {
+		pem, err := os.ReadFile(o.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--inventory-client-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--inventory-client-ca-file %s holds no PEM certificate", o.ClientCAFile)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	api := inventory.New(c, store, kube)
+	api.Preview = preview
+	srv := &http.Server{Addr: o.Address, Handler: api.Handler(), TLSConfig: tc,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		l, err := tls.Listen("tcp", o.Address, tc)
+		if err != nil {
+			return fmt.Errorf("serving the inventory API on %s: %w", o.Address, err)
+		}
+		go func() {
+			<-ctx.Done()
+			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutdown)
+		}()
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}), nil
+}
