@@ -400,8 +400,17 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.ContainSubstring("common-east"))
 
+	// The Team narrows its clusters to us-east: gpu clusters are left out, and the Placed
+	// condition names them.
+	out, err = flotilla("team", "create", ns, "--contributor", "squad-c-devs", "--reader", "squad-c-viewers",
+		"--repository", "http://"+git.addr+"/*", "--clusters", "region=us-east", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Eventually(appCondition(ns, "app2", "Placed")).Should(gomega.ContainSubstring("no cluster matches"))
+	g.Eventually(appCondition(ns, "app2", "Placed")).Should(gomega.ContainSubstring("left out europe: not among Team squad-c/team's clusters"))
+	g.Eventually(func() int32 { return memberReplicas(t, "europe", ns, "app2") }).Should(gomega.Equal(int32(-1)))
+
 	// Deleting an Application removes its templates and, through the placement's deletion
 	// policy, its member objects.
-	g.Expect(dave.Delete(ctx, app2.DeepCopy())).To(gomega.Succeed())
-	g.Eventually(func() int32 { return memberReplicas(t, "europe", ns, "app2") }).Should(gomega.Equal(int32(-1)))
+	g.Expect(dave.Delete(ctx, app1.DeepCopy())).To(gomega.Succeed())
+	g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "app1") }).Should(gomega.Equal(int32(-1)))
 }
