@@ -317,6 +317,8 @@ type Placement struct {
 	Since    *time.Time `json:"since,omitempty"`
 	// Images are those of the revision the cluster runs (a release may hold it back).
 	Images []string `json:"images,omitempty"`
+	// Commit is the git commit of the Application when this cluster last changed revision.
+	Commit string `json:"commit,omitempty"`
 }
 
 // Workload is a template, why it runs where it runs, and its state per cluster.
@@ -361,12 +363,16 @@ func (s *Server) applications(w http.ResponseWriter, r *http.Request, u *User) {
 		fail(w, http.StatusServiceUnavailable, "", "listing bindings: %v", err)
 		return
 	}
-	latest := map[string]time.Time{}
+	latest := map[string]history.Record{}
 	if s.Store != nil {
-		recs, err := s.Store.Latest(r.Context(), history.Filter{Namespaces: scope})
+		f := history.Filter{Namespaces: scope}
+		if ns != "" {
+			f.Namespaces = []string{ns}
+		}
+		recs, err := s.Store.Latest(r.Context(), f)
 		if err == nil {
 			for _, rec := range recs {
-				latest[rec.Kind+"/"+rec.Namespace+"/"+rec.Name+"/"+rec.Cluster] = rec.Time
+				latest[rec.Kind+"/"+rec.Namespace+"/"+rec.Name+"/"+rec.Cluster] = rec
 			}
 		}
 	}
@@ -397,7 +403,7 @@ func (s *Server) applications(w http.ResponseWriter, r *http.Request, u *User) {
 	reply(w, out)
 }
 
-func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, apps map[string]*appsv1alpha1.Application, latest map[string]time.Time) Workload {
+func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, apps map[string]*appsv1alpha1.Application, latest map[string]history.Record) Workload {
 	res := b.Spec.Resource
 	gv, _ := schema.ParseGroupVersion(res.APIVersion)
 	wl := Workload{Group: gv.Group, Kind: res.Kind, Namespace: res.Namespace, Name: res.Name, Clusters: []Placement{},
@@ -435,8 +441,9 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 			}
 			p.Images = imgs
 		}
-		if t, ok := latest[res.Kind+"/"+res.Namespace+"/"+res.Name+"/"+cs.Cluster]; ok {
-			p.Since = &t
+		if rec, ok := latest[res.Kind+"/"+res.Namespace+"/"+res.Name+"/"+cs.Cluster]; ok {
+			since := rec.Time
+			p.Since, p.Commit = &since, rec.Commit
 		}
 		wl.Clusters = append(wl.Clusters, p)
 	}

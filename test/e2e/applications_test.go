@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -14,14 +16,19 @@ import (
 	"testing"
 	"time"
 
+	"encoding/json"
+
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -364,6 +371,31 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	git.restart()
 	g.Eventually(appCondition(ns, "app1", appsv1alpha1.ConditionReady), 90*time.Second).Should(gomega.HavePrefix("True/Applied"))
 
+	// Export for an Argo CD in east that pulls: app1 pinned to the commit east runs, valid
+	// against Argo CD's own Application CRD (server-side dry run in east).
+	out, err = flotilla("export", "argocd", "--cluster", "east", "-n", ns, "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.And(gomega.ContainSubstring("name: squad-c-app1"), gomega.ContainSubstring("targetRevision: "+second),
+		gomega.ContainSubstring("path: apps/app1"), gomega.ContainSubstring("repoURL: "+git.url("fleet-apps.git"))))
+	g.Expect(out).NotTo(gomega.ContainSubstring("squad-c-app2"), "app2 does not run in east")
+	crd := argoCDApplicationCRD(t)
+	eastClient := memberClient(t, "east")
+	g.Expect(client.IgnoreAlreadyExists(eastClient.Create(ctx, crd))).To(gomega.Succeed())
+	t.Cleanup(func() { _ = eastClient.Delete(context.Background(), crd) })
+	ensureNamespace(t, eastClient, "argocd")
+	docs := strings.Split(out, "---\n")
+	validated := 0
+	for _, doc := range docs {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(gomega.Succeed(), doc)
+		g.Eventually(func() error { return eastClient.Create(ctx, u.DeepCopy(), client.DryRunAll) }).Should(gomega.Succeed(), doc)
+		validated++
+	}
+	g.Expect(validated).To(gomega.Equal(1))
+
 	// Bad input: each refused with a condition naming it, nothing applied.
 	bad := map[string]string{
 		"notallowed":  "spec.source.git.repoURL: http://127.0.0.1:1/other.git is not among the repositories",
@@ -413,4 +445,38 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	// policy, its member objects.
 	g.Expect(dave.Delete(ctx, app1.DeepCopy())).To(gomega.Succeed())
 	g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "app1") }).Should(gomega.Equal(int32(-1)))
+}
+
+// argoCDApplicationCRD is Argo CD's own Application CRD, read from its Go module's zip (the
+// module asks for a newer Go than this suite's, so it is not extracted) at the version of the
+// gitops-engine the suite's argocd-check is built from.
+func argoCDApplicationCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	const module = "github.com/argoproj/argo-cd/v3@v3.6.1"
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GO111MODULE=on")
+	out, _ := cmd.Output() // the go-version complaint comes with the zip downloaded
+	var mod struct{ Zip string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Zip == "" {
+		t.Fatalf("go mod download -json %s: %v %s", module, err, out)
+	}
+	zr, err := zip.OpenReader(mod.Zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	f, err := zr.Open(module + "/manifests/crds/application-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
 }
