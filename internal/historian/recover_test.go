@@ -1,0 +1,121 @@
+package historian
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// memStore is a history store in memory that can be taken down.
+type memStore struct {
+	mu   sync.Mutex
+	down bool
+	recs map[string]history.Record
+}
+
+func (m *memStore) Append(_ context.Context, recs ...history.Record) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return 0, history.ErrUnavailable
+	}
+	n := 0
+	for _, r := range recs {
+		if _, ok := m.recs[r.ID]; !ok {
+			m.recs[r.ID] = r
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (m *memStore) List(context.Context, history.Filter, *history.Cursor, int) (history.Page, error) {
+	return history.Page{}, errors.New("not used")
+}
+
+func (m *memStore) Latest(_ context.Context, f history.Filter) ([]history.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return nil, history.ErrUnavailable
+	}
+	newest := map[string]history.Record{}
+	for _, r := range m.recs {
+		k := r.Kind + "/" + r.Namespace + "/" + r.Name + "/" + r.Cluster
+		if (f.Name == "" || f.Name == r.Name) && (!newest[k].Time.After(r.Time)) {
+			newest[k] = r
+		}
+	}
+	var out []history.Record
+	for _, r := range newest {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (m *memStore) Prune(context.Context, time.Duration, int) (int64, error) { return 0, nil }
+func (m *memStore) Ping(context.Context) error                              { return nil }
+func (m *memStore) Close() error                                            { return nil }
+
+func (m *memStore) outcomes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, r := range m.recs {
+		out = append(out, r.Cluster+" "+r.Outcome)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// While the store is down, reconciles fail (and are retried); once it is back, the state in
+// force is recorded once, and a restarted historian (empty memory) adds nothing.
+func TestHistoryCatchesUpAfterTheStoreComesBack(t *testing.T) {
+	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u1", Generation: 3},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
+		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{
+			{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy},
+			{Cluster: "west", Applied: true, Health: workv1alpha1.HealthProgressing},
+		}}}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl, b).WithStatusSubresource(b).Build()
+	store := &memStore{down: true, recs: map[string]history.Record{}}
+	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "web-deployment"}}
+	ctx := context.Background()
+	if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); !errors.Is(err, history.ErrUnavailable) {
+		t.Fatalf("store down: reconcile error %v, want ErrUnavailable (so it is retried)", err)
+	}
+	store.down = false
+	for range 2 {
+		if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"east healthy", "west applied"}
+	if got := store.outcomes(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("records %v, want %v", got, want)
+	}
+	restarted := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))}
+	if _, err := restarted.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.outcomes(); len(got) != 2 {
+		t.Fatalf("a restarted historian recorded again: %v", got)
+	}
+}
