@@ -68,8 +68,8 @@ func (m *memStore) Latest(_ context.Context, f history.Filter) ([]history.Record
 }
 
 func (m *memStore) Prune(context.Context, time.Duration, int) (int64, error) { return 0, nil }
-func (m *memStore) Ping(context.Context) error                              { return nil }
-func (m *memStore) Close() error                                            { return nil }
+func (m *memStore) Ping(context.Context) error                               { return nil }
+func (m *memStore) Close() error                                             { return nil }
 
 func (m *memStore) outcomes() []string {
 	m.mu.Lock()
