@@ -69,7 +69,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("targeting").
 		// A relabelled cluster wakes every Application at once.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		For(&appsv1alpha1.Application{}).
+		For(&appsv1alpha1.Application{}, builder.WithPredicates(placementInputsChanged())).
 		Watches(&appsv1alpha1.TargetPolicy{}, handler.EnqueueRequestsFromMapFunc(c.appsIn(func(o client.Object) string { return o.GetNamespace() }))).
 		Watches(&appsv1alpha1.ClusterTargetPolicy{}, handler.EnqueueRequestsFromMapFunc(c.appsIn(func(client.Object) string { return "" }))).
 		Watches(&tenancyv1alpha1.Team{}, handler.EnqueueRequestsFromMapFunc(c.appsIn(func(o client.Object) string { return o.GetNamespace() }))).
@@ -101,6 +101,20 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(ts.clusterPolicies),
 			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, deletionStarted()))).
 		Complete(reconcile.Func(ts.reconcileCluster))
+}
+
+// placementInputsChanged passes the Application updates placement depends on: its labels,
+// and the kinds of templates it produced; a new commit in status alone changes nothing here.
+func placementInputsChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		oldApp, ok1 := e.ObjectOld.(*appsv1alpha1.Application)
+		newApp, ok2 := e.ObjectNew.(*appsv1alpha1.Application)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !reflect.DeepEqual(oldApp.Labels, newApp.Labels) || !reflect.DeepEqual(oldApp.Status.Objects, newApp.Status.Objects) ||
+			oldApp.DeletionTimestamp.IsZero() != newApp.DeletionTimestamp.IsZero() || oldApp.UID != newApp.UID
+	}}
 }
 
 func deletionStarted() predicate.Funcs {
