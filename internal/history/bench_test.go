@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -76,13 +77,17 @@ func benchStore(b *testing.B, dsn string) {
 	page := func(f func(i int) Filter) func(b *testing.B) {
 		return func(b *testing.B) {
 			i := 0
+			lat := &latencies{}
 			for b.Loop() {
+				t := time.Now()
 				p, err := s.List(ctx, f(i), nil, 100)
+				lat.add(time.Since(t))
 				if err != nil || len(p.Records) != 100 {
 					b.Fatalf("%d records, %v", len(p.Records), err)
 				}
 				i++
 			}
+			lat.report(b)
 		}
 	}
 	b.Run("PageApplication", page(func(i int) Filter {
@@ -100,23 +105,31 @@ func benchStore(b *testing.B, dsn string) {
 		// Half a year back: keyset paging costs the same at any depth.
 		after := &Cursor{Time: t0.Add(benchRecords / 2 * 30 * time.Second), ID: "~"}
 		i := 0
+		lat := &latencies{}
 		for b.Loop() {
+			t := time.Now()
 			p, err := s.List(ctx, Filter{Application: fmt.Sprintf("app-%03d", i*37%benchApps)}, after, 100)
+			lat.add(time.Since(t))
 			if err != nil || len(p.Records) != 100 {
 				b.Fatalf("%d records, %v", len(p.Records), err)
 			}
 			i++
 		}
+		lat.report(b)
 	})
 	b.Run("LatestApplication", func(b *testing.B) {
 		i := 0
+		lat := &latencies{}
 		for b.Loop() {
+			t := time.Now()
 			recs, err := s.Latest(ctx, Filter{Application: fmt.Sprintf("app-%03d", i*37%benchApps)})
+			lat.add(time.Since(t))
 			if err != nil || len(recs) != 32 { // 4 templates on 8 clusters
 				b.Fatalf("%d records, %v", len(recs), err)
 			}
 			i++
 		}
+		lat.report(b)
 	})
 	b.Run("LatestNamespaces", func(b *testing.B) {
 		i := 0
@@ -146,4 +159,21 @@ func benchStore(b *testing.B, dsn string) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/record")
 	})
+}
+
+// latencies collects per-call times so a benchmark reports p50 and p99, not only the mean.
+type latencies struct{ d []time.Duration }
+
+func (l *latencies) add(d time.Duration) { l.d = append(l.d, d) }
+
+func (l *latencies) report(b *testing.B) {
+	if len(l.d) == 0 {
+		return
+	}
+	slices.Sort(l.d)
+	at := func(q float64) float64 {
+		return float64(l.d[min(len(l.d)-1, int(q*float64(len(l.d))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
 }
