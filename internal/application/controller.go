@@ -499,7 +499,7 @@ func (c *Controller) prune(ctx context.Context, cl client.Client, app *appsv1alp
 
 // teamClient writes as the Team's contributors: the Application can do no more than they.
 func (c *Controller) teamClient(team *tenancyv1alpha1.Team, app *appsv1alpha1.Application) (client.Client, error) {
-	groups := append(slices.Sorted(slices.Values(team.Spec.Contributors)), "system:authenticated")
+	groups := impersonatedGroups(team)
 	user := fmt.Sprintf("flotilla:application:%s:%s", app.Namespace, app.Name)
 	key := user + "|" + strings.Join(groups, ",")
 	c.mu.Lock()
@@ -518,6 +518,13 @@ func (c *Controller) teamClient(team *tenancyv1alpha1.Team, app *appsv1alpha1.Ap
 	}
 	c.clients[key] = cl
 	return cl, nil
+}
+
+// impersonatedGroups are the Team's contributor groups an Application acts as. system:masters
+// would bypass authorization altogether: an Application never acts as it.
+func impersonatedGroups(team *tenancyv1alpha1.Team) []string {
+	groups := slices.DeleteFunc(slices.Sorted(slices.Values(team.Spec.Contributors)), func(g string) bool { return g == "system:masters" })
+	return append(groups, "system:authenticated")
 }
 
 // repositoryAllowed matches a repository URL against the Team's globs.

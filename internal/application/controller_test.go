@@ -57,3 +57,11 @@ func TestNormalizeMakesOneRepositoryOfItsSpellings(t *testing.T) {
 		}
 	}
 }
+
+func TestApplicationsNeverActAsSystemMasters(t *testing.T) {
+	team := &tenancyv1alpha1.Team{Spec: tenancyv1alpha1.TeamSpec{Contributors: []string{"shop-devs", "system:masters"}}}
+	got := impersonatedGroups(team)
+	if len(got) != 2 || got[0] != "shop-devs" || got[1] != "system:authenticated" {
+		t.Errorf("impersonated groups %v, want [shop-devs system:authenticated]", got)
+	}
+}

@@ -31,7 +31,7 @@ const gitBin = "/usr/bin/git"
 func requireGit(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(gitBin); err != nil {
-		t.Skip("skipped: " + gitBin + " is missing, and these tests build and serve real repositories with it")
+		t.Fatal(gitBin + " is missing: these tests build and serve real repositories with it; install Debian's git (.ci/run does)")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -117,5 +118,11 @@ func TestHistoryCatchesUpAfterTheStoreComesBack(t *testing.T) {
 	}
 	if got := store.outcomes(); len(got) != 2 {
 		t.Fatalf("a restarted historian recorded again: %v", got)
+	}
+}
+
+func TestABadHistoryDSNStopsTheStart(t *testing.T) {
+	if _, err := OpenLazy(context.Background(), "mysql://db/history", logr.Discard()); !errors.Is(err, history.ErrInvalid) {
+		t.Errorf("a DSN of no known form: %v, want ErrInvalid naming --history-dsn", err)
 	}
 }

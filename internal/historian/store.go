@@ -2,6 +2,7 @@ package historian
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -17,11 +18,26 @@ type LazyStore struct {
 	store atomic.Pointer[history.Store]
 }
 
-// OpenLazy starts opening dsn and returns at once.
-func OpenLazy(ctx context.Context, dsn string, log logr.Logger) *LazyStore {
+// OpenLazy opens dsn, and when the database cannot be reached yet keeps trying in the
+// background and returns at once. A DSN that can never work (bad form) is an error now.
+func OpenLazy(ctx context.Context, dsn string, log logr.Logger) (*LazyStore, error) {
 	l := &LazyStore{}
+	s, err := history.Open(ctx, dsn)
+	if err == nil {
+		l.store.Store(&s)
+		return l, nil
+	}
+	if errors.Is(err, history.ErrInvalid) {
+		return nil, err
+	}
+	log.Error(err, "opening the history store; delivery goes on, history waits")
 	go func() {
 		for delay := time.Second; ; delay = min(2*delay, 30*time.Second) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
 			s, err := history.Open(ctx, dsn)
 			if err == nil {
 				l.store.Store(&s)
@@ -29,14 +45,9 @@ func OpenLazy(ctx context.Context, dsn string, log logr.Logger) *LazyStore {
 				return
 			}
 			log.Error(err, "opening the history store; delivery goes on, history waits", "retryIn", delay)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(delay):
-			}
 		}
 	}()
-	return l
+	return l, nil
 }
 
 func (l *LazyStore) get() (history.Store, error) {

@@ -247,7 +247,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if historyDSN == "" {
 		historyDSN = "sqlite://" + filepath.Join(filepath.Dir(gitCache), "history.db")
 	}
-	store := historian.OpenLazy(ctx, historyDSN, ctrl.Log.WithName("history"))
+	if o.HistoryRetention < 0 || o.HistoryMaxRecords < 0 {
+		return fmt.Errorf("--history-retention %s, --history-max-records %d: give 0 (no bound) or a positive value, for example 720h and 1000000", o.HistoryRetention, o.HistoryMaxRecords)
+	}
+	store, err := historian.OpenLazy(ctx, historyDSN, ctrl.Log.WithName("history"))
+	if err != nil {
+		return err
+	}
 	defer store.Close()
 	go historian.Retain(ctx, store, o.HistoryRetention, o.HistoryMaxRecords, 10*time.Minute, ctrl.Log.WithName("history"))
 	if err := (&historian.Historian{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Store: store}).SetupWithManager(mgr); err != nil {
