@@ -68,6 +68,7 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 	fs.StringVar(&o.Inventory.CertFile, "inventory-tls-cert-file", "", "TLS certificate of the inventory API")
 	fs.StringVar(&o.Inventory.KeyFile, "inventory-tls-key-file", "", "TLS key of the inventory API")
 	fs.StringVar(&o.Inventory.ClientCAFile, "inventory-client-ca-file", "", "accept client certificates of this CA (the control plane's client CA); bearer tokens are checked with TokenReview")
+	fs.StringSliceVar(&o.Inventory.AuditClientNames, "audit-webhook-client-names", nil, "take the control plane's audit events (its --audit-webhook-config-file pointing at https://INVENTORY/audit/v1/events, with internal/audit/policy.yaml as --audit-policy-file) from client certificates with these common names, so history names the user behind each change; off when empty")
 	fs.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for the git trees Applications render from (default: the user cache directory's flotilla/git)")
 	fs.StringVar(&o.PprofAddress, "pprof-bind-address", "", "address of net/http/pprof for profiling; off when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the control plane")

@@ -1,9 +1,12 @@
 // Package historian turns what the bindings report into history records: each change of the
 // revision a cluster runs, its outcome (applied, healthy, failed), and its removal, with the
 // cause (a release and its wave, a rollback, a placement or failover, an application commit),
-// the images and commit, and the actor where the control plane knows it.
+// the images and commit, and the actor: the user behind the change, from the control plane's
+// audit stream (package audit), named as soon as the stream has delivered the write, else
+// the field manager of the change.
 //
-// It reads bindings, releases, revisions and templates, and writes only to the history store.
+// It reads bindings, releases, revisions and templates, and writes only to the history store
+// (its one request of its own is the audit heartbeat, a get).
 // Records carry idempotent IDs (binding, cluster, binding generation, revision, outcome), so a
 // restart neither duplicates nor loses the state in force: on its first look at a template it
 // compares what the binding reports with the newest records in the store and appends what
@@ -19,8 +22,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,11 +34,16 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/audit"
+	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
@@ -64,10 +75,37 @@ type Historian struct {
 	Reader client.Reader
 	Store  history.Store
 	Clock  clock.PassiveClock
+	// Writers names the users behind writes (the control plane's audit stream); nil: actors
+	// fall back to the field manager of the change.
+	Writers Writers
 
-	mu    sync.Mutex
-	state map[string]map[string]seen // binding key -> cluster -> last recorded
+	mu       sync.Mutex
+	state    map[string]map[string]seen // binding key -> cluster -> last recorded
+	lastBeat atomic.Int64               // unix nanoseconds of the last audit heartbeat
+
+	actorsMu sync.Mutex
+	unnamed  []unnamed // records whose users the audit stream has yet to deliver
 }
+
+// unnamed is a stored record whose actor waits for the audit stream.
+type unnamed struct {
+	id          string
+	query       actorQuery
+	provisional string
+}
+
+// Writers answers who last wrote an object at or before a time.
+type Writers interface {
+	Last(ref audit.Ref, notAfter time.Time) (audit.Write, bool)
+	CaughtUp(t time.Time) bool
+}
+
+// auditWait bounds how long a record's actor waits for the audit stream to deliver the
+// writes behind it; past it (no stream, or a stalled one) the record keeps the field manager.
+const auditWait = 15 * time.Second
+
+// maxUnnamed bounds the records waiting for their actor.
+const maxUnnamed = 100_000
 
 // seen is the last record of one template in one cluster.
 type seen struct {
@@ -87,11 +125,17 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 		})); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("historian-cluster").
+	if err := ctrl.NewControllerManagedBy(mgr).Named("historian-cluster").
 		For(&workv1alpha1.ClusterResourceBinding{}).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			return h.reconcile(ctx, &workv1alpha1.ClusterResourceBinding{}, req)
-		}))
+		})); err != nil {
+		return err
+	}
+	if h.Writers == nil {
+		return nil
+	}
+	return mgr.Add(manager.RunnableFunc(h.nameLater))
 }
 
 func bindingKey(req ctrl.Request) string { return req.Namespace + "/" + req.Name }
@@ -115,6 +159,7 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 	}
 	now := h.Clock.Now()
 	var recs []history.Record
+	var waiting []unnamed
 	next := map[string]seen{}
 	ctxInfo := &lazyContext{h: h, ctx: ctx, b: b}
 	tracked := spec.Revisions != nil && spec.Revisions.Latest > 0
@@ -142,6 +187,7 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		rec.Message = cs.Message
 		rec.Cause, rec.CauseDetail = ctxInfo.cause(cs.Cluster, from, cs.Revision, had)
 		rec.Images, rec.Commit, rec.Actor = ctxInfo.content(cs.Revision)
+		rec.Actor, waiting = h.name(ctxInfo, &rec, cs.Cluster, from, cs.Revision, now, waiting)
 		recs = append(recs, rec)
 		next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome}
 	}
@@ -151,6 +197,7 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		}
 		rec := h.record(b, cluster, prev.to, 0, OutcomeRemoved, now)
 		rec.Cause, rec.CauseDetail = ctxInfo.removalCause(cluster)
+		rec.Actor, waiting = h.name(ctxInfo, &rec, cluster, prev.to, 0, now, waiting)
 		recs = append(recs, rec)
 		next[cluster] = seen{from: prev.to, outcome: OutcomeRemoved}
 	}
@@ -163,6 +210,7 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		if _, err := h.Store.Append(ctx, recs...); err != nil {
 			return ctrl.Result{}, fmt.Errorf("recording %d history records of %s: %w", len(recs), key, err)
 		}
+		h.await(waiting)
 	}
 	h.mu.Lock()
 	h.state[key] = next
@@ -184,6 +232,16 @@ func outcomeOf(cs workv1alpha1.ClusterStatus) string {
 	default:
 		return OutcomeApplied
 	}
+}
+
+// heartbeat makes a request the audit policy records (a get of an object that need not
+// exist), at most every 200ms: its arrival tells that the writes before it have arrived.
+func (h *Historian) heartbeat(ctx context.Context, now time.Time) {
+	last := h.lastBeat.Load()
+	if now.UnixNano()-last < int64(200*time.Millisecond) || !h.lastBeat.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	_ = h.Reader.Get(ctx, client.ObjectKey{Namespace: audit.HeartbeatNamespace, Name: audit.HeartbeatName}, &corev1.ConfigMap{})
 }
 
 func (h *Historian) record(b workv1alpha1.Binding, cluster string, from, to int64, outcome string, now time.Time) history.Record {
@@ -277,6 +335,7 @@ type lazyContext struct {
 
 	tmplLoaded bool
 	current    *unstructured.Unstructured
+	recorded   map[int64]time.Time // when each revision was recorded
 }
 
 func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {
@@ -333,6 +392,12 @@ func (l *lazyContext) removalCause(cluster string) (string, string) {
 	if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster == cluster }) {
 		return CauseFailover, "evicted from " + cluster + " (failover)"
 	}
+	// The eviction task may be over by the time the member's status goes: the cluster's
+	// unreachable taint still tells.
+	cl := &clusterv1alpha1.Cluster{}
+	if l.h.Client.Get(l.ctx, client.ObjectKey{Name: cluster}, cl) == nil && failover.Unreachable(cl) {
+		return CauseFailover, "moved off " + cluster + ": the cluster is unreachable (failover)"
+	}
 	return CausePlacement, fmt.Sprintf("%s %s no longer places it on %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef), cluster)
 }
 
@@ -359,7 +424,13 @@ func (l *lazyContext) content(rev int64) ([]string, string, string) {
 	t, ok := l.tmpl[rev]
 	if !ok {
 		if rev > 0 {
-			t, _, _ = release.LoadRevision(l.ctx, l.h.Reader, l.b, rev)
+			var cr *appsv1.ControllerRevision
+			if cr, t, _ = release.LoadRevisionObject(l.ctx, l.h.Reader, l.b, rev); cr != nil {
+				if l.recorded == nil {
+					l.recorded = map[int64]time.Time{}
+				}
+				l.recorded[rev] = cr.CreationTimestamp.Time
+			}
 		}
 		if t == nil {
 			t = l.template()
@@ -441,4 +512,72 @@ func actorOf(u *unstructured.Unstructured) string {
 		return ""
 	}
 	return "manager " + newest.Manager
+}
+
+// Actors that are not users.
+const (
+	ActorFailover          = "flotilla (failover)"
+	ActorAutomaticRollback = "flotilla (automatic rollback)"
+)
+
+// actorQuery finds the user behind a record in the audit stream: the newest write of any of
+// refs at or before notAfter, else otherwise ("" keeps the field manager).
+type actorQuery struct {
+	refs      []audit.Ref
+	notAfter  time.Time
+	otherwise string
+}
+
+// actor says who is behind a change: a fixed name (failover), or a query of the audit
+// stream. The author of the template change a revision recorded (not a later one), the user
+// who aborted a release, the newest writer of the policy, template or Cluster behind a
+// placement.
+func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time) (string, *actorQuery) {
+	switch cause {
+	case CauseFailover, CauseAppFailover:
+		return ActorFailover, nil
+	case CauseRollback:
+		for _, r := range l.releasesOf() {
+			if r.Spec.Revision == from && (r.Status.Phase == rolloutv1alpha1.ReleaseRolledBack || r.Status.Phase == rolloutv1alpha1.ReleaseAborted) {
+				return "", &actorQuery{refs: []audit.Ref{{Group: rolloutv1alpha1.GroupVersion.Group, Resource: "releases", Namespace: r.Namespace, Name: r.Name}},
+					notAfter: now, otherwise: ActorAutomaticRollback}
+			}
+		}
+	case CauseRelease, CauseApply:
+		at, ok := l.recorded[to]
+		ref, known := l.templateRef()
+		if !ok || !known {
+			return "", nil
+		}
+		// Creation times are whole seconds: a write in the same second precedes the record.
+		return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: at.Add(time.Second)}
+	case CausePlacement:
+		spec := l.b.BindingSpec()
+		q := &actorQuery{notAfter: now, refs: []audit.Ref{{Group: clusterv1alpha1.GroupVersion.Group, Resource: "clusters", Name: cluster}}}
+		switch spec.PolicyRef.Kind {
+		case "PropagationPolicy":
+			q.refs = append(q.refs, audit.Ref{Group: policyv1alpha1.GroupVersion.Group, Resource: "propagationpolicies", Namespace: spec.PolicyRef.Namespace, Name: spec.PolicyRef.Name})
+		case "ClusterPropagationPolicy":
+			q.refs = append(q.refs, audit.Ref{Group: policyv1alpha1.GroupVersion.Group, Resource: "clusterpropagationpolicies", Name: spec.PolicyRef.Name})
+		}
+		if ref, ok := l.templateRef(); ok {
+			q.refs = append(q.refs, ref)
+		}
+		return "", q
+	}
+	return "", nil
+}
+
+// templateRef names the binding's template as audit events do.
+func (l *lazyContext) templateRef() (audit.Ref, bool) {
+	r := l.b.BindingSpec().Resource
+	gv, err := schema.ParseGroupVersion(r.APIVersion)
+	if err != nil {
+		return audit.Ref{}, false
+	}
+	m, err := l.h.Client.RESTMapper().RESTMapping(gv.WithKind(r.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return audit.Ref{}, false
+	}
+	return audit.Ref{Group: gv.Group, Resource: m.Resource.Resource, Namespace: r.Namespace, Name: r.Name}, true
 }

@@ -68,6 +68,19 @@ func (m *memStore) Latest(_ context.Context, f history.Filter) ([]history.Record
 	return out, nil
 }
 
+func (m *memStore) SetActor(_ context.Context, id, actor string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return history.ErrUnavailable
+	}
+	if r, ok := m.recs[id]; ok {
+		r.Actor = actor
+		m.recs[id] = r
+	}
+	return nil
+}
+
 func (m *memStore) Prune(context.Context, time.Duration, int) (int64, error) { return 0, nil }
 func (m *memStore) Ping(context.Context) error                               { return nil }
 func (m *memStore) Close() error                                             { return nil }

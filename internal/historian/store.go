@@ -84,6 +84,15 @@ func (l *LazyStore) Latest(ctx context.Context, f history.Filter) ([]history.Rec
 	return s.Latest(ctx, f)
 }
 
+// SetActor implements history.Store.
+func (l *LazyStore) SetActor(ctx context.Context, id, actor string) error {
+	s, err := l.get()
+	if err != nil {
+		return err
+	}
+	return s.SetActor(ctx, id, actor)
+}
+
 // Prune implements history.Store.
 func (l *LazyStore) Prune(ctx context.Context, maxAge time.Duration, maxCount int) (int64, error) {
 	s, err := l.get()

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/history/pgtest"
 )
 
 // Fixture shape: 50 teams x 10 applications, 4 templates each, each application on 8 of 40
@@ -45,7 +47,7 @@ func BenchmarkHistory(b *testing.B) {
 		benchStore(b, "sqlite://"+filepath.Join(b.TempDir(), "history.db"))
 	})
 	b.Run("postgres", func(b *testing.B) {
-		benchStore(b, startPostgres(b).fresh(b))
+		benchStore(b, pgtest.Start(b).Fresh(b))
 	})
 }
 

@@ -73,6 +73,9 @@ type Store interface {
 	// pruned is absent. Sorted by Namespace, Name, Kind, Group, Cluster; unbounded, so
 	// callers narrow f.
 	Latest(ctx context.Context, f Filter) ([]Record, error)
+	// SetActor names the actor of a stored record once it is known (the audit stream can
+	// deliver the user after the record was written); an unknown ID is no error.
+	SetActor(ctx context.Context, id, actor string) error
 	// Prune deletes records older than maxAge, then all but the newest maxCount; 0 means no
 	// limit for either.
 	Prune(ctx context.Context, maxAge time.Duration, maxCount int) (deleted int64, err error)

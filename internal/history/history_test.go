@@ -147,6 +147,26 @@ func storeSuite(t *testing.T, fresh func(testing.TB) string) {
 		}
 	})
 
+	t.Run("SetActor", func(t *testing.T) {
+		s := openT(t, fresh(t))
+		mustAppend(t, s, fixture()...)
+		if err := s.SetActor(ctx, "r2", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetActor(ctx, "no-such-record", "bob"); err != nil {
+			t.Fatalf("SetActor of an unknown ID: %v", err)
+		}
+		for _, r := range all(t, s, Filter{}, 10) {
+			want := ""
+			if r.ID == "r2" {
+				want = "alice"
+			}
+			if r.Actor != want {
+				t.Errorf("record %s actor %q, want %q", r.ID, r.Actor, want)
+			}
+		}
+	})
+
 	t.Run("AppendInvalid", func(t *testing.T) {
 		s := openT(t, fresh(t))
 		good := rec("ok", 1, "payments", "checkout", "Deployment", "web", "eu-1", "release")

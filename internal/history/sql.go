@@ -378,6 +378,13 @@ func (s *sqlStore) deleteBatches(ctx context.Context, cond string, a *args) (int
 	}
 }
 
+func (s *sqlStore) SetActor(ctx context.Context, id, actor string) error {
+	a := s.args()
+	q := "UPDATE records SET actor = " + a.add(actor) + " WHERE id = " + a.add(id)
+	_, err := s.w.ExecContext(ctx, q, a.vals...)
+	return s.wrap(ctx, "setting a record's actor", err)
+}
+
 func (s *sqlStore) Ping(ctx context.Context) error {
 	if err := s.w.PingContext(ctx); err != nil {
 		return s.wrap(ctx, "ping", err)

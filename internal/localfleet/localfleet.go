@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/flotilla-dev/flotilla/internal/audit"
 )
 
 // ControlPlaneName is the name of the control plane's kubeconfig and components.
@@ -420,6 +422,9 @@ func (f *LocalFleet) prepare() error {
 	if err := f.writeManagerKubeconfig(p.ControlPlane); err != nil {
 		return err
 	}
+	if err := f.writeAuditConfig(p.Inventory); err != nil {
+		return err
+	}
 	for _, m := range f.state.Fleet.Members {
 		if err := f.writeKubeconfig(m.Name, p.Members[m.Name]); err != nil {
 			return err
@@ -518,6 +523,29 @@ func (f *LocalFleet) writeManagerKubeconfig(port int) error {
 	return clientcmd.WriteToFile(*cfg, f.managerKubeconfig())
 }
 
+func (f *LocalFleet) auditPolicyFile() string {
+	return filepath.Join(f.opts.StateDir, "audit-policy.yaml")
+}
+
+func (f *LocalFleet) auditWebhookKubeconfig() string {
+	return filepath.Join(f.opts.StateDir, "kubeconfigs", "audit-webhook.kubeconfig")
+}
+
+// writeAuditConfig points the control plane's audit webhook at the inventory API, so history
+// can name the user behind each change.
+func (f *LocalFleet) writeAuditConfig(inventoryPort int) error {
+	if err := os.WriteFile(f.auditPolicyFile(), audit.Policy, 0o644); err != nil {
+		return err
+	}
+	pk := f.pki()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["flotilla"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d%s", inventoryPort, audit.Path), CertificateAuthority: pk.path(caCert)}
+	cfg.AuthInfos["audit-webhook"] = &clientcmdapi.AuthInfo{ClientCertificate: pk.path(auditWebhookCert), ClientKey: pk.path(auditWebhookKey)}
+	cfg.Contexts["audit"] = &clientcmdapi.Context{Cluster: "flotilla", AuthInfo: "audit-webhook"}
+	cfg.CurrentContext = "audit"
+	return clientcmd.WriteToFile(*cfg, f.auditWebhookKubeconfig())
+}
+
 func (f *LocalFleet) writeKwokStages() error {
 	var buf bytes.Buffer
 	for _, s := range kwokStages {
@@ -595,30 +623,38 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 	if !p.running() {
 		pk := f.pki()
 		issuer := fmt.Sprintf("https://%s.flotilla.local", cluster)
-		err := p.start(
+		var audited []string
+		if cluster == ControlPlaneName {
+			// Writes go to the inventory API in batches of at most a second, so history
+			// names their users; while the manager is down the apiserver retries, then drops.
+			audited = []string{"--audit-policy-file=" + f.auditPolicyFile(),
+				"--audit-webhook-config-file=" + f.auditWebhookKubeconfig(),
+				"--audit-webhook-mode=batch", "--audit-webhook-batch-max-wait=1s", "--audit-webhook-initial-backoff=1s"}
+		}
+		err := p.start(append([]string{
 			fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", f.state.Ports.EtcdClient),
-			"--etcd-cafile="+pk.path(etcdCACert), "--etcd-certfile="+pk.path(etcdClientCert), "--etcd-keyfile="+pk.path(etcdClientKey),
-			"--etcd-prefix=/"+cluster,
+			"--etcd-cafile=" + pk.path(etcdCACert), "--etcd-certfile=" + pk.path(etcdClientCert), "--etcd-keyfile=" + pk.path(etcdClientKey),
+			"--etcd-prefix=/" + cluster,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 			fmt.Sprintf("--secure-port=%d", f.apiserverPort(cluster)),
 			"--endpoint-reconciler-type=none",
-			"--tls-cert-file="+pk.path(serverCert), "--tls-private-key-file="+pk.path(serverKey),
-			"--client-ca-file="+pk.path(caCert),
-			"--service-account-issuer="+issuer, "--api-audiences="+issuer,
-			"--service-account-key-file="+pk.path(serviceAcPub),
-			"--service-account-signing-key-file="+pk.path(serviceAccountKey),
+			"--tls-cert-file=" + pk.path(serverCert), "--tls-private-key-file=" + pk.path(serverKey),
+			"--client-ca-file=" + pk.path(caCert),
+			"--service-account-issuer=" + issuer, "--api-audiences=" + issuer,
+			"--service-account-key-file=" + pk.path(serviceAcPub),
+			"--service-account-signing-key-file=" + pk.path(serviceAccountKey),
 			"--service-cluster-ip-range=10.96.0.0/16",
 			"--authorization-mode=Node,RBAC",
 			// Front-proxy flags let an aggregated apiserver or a webhook on 127.0.0.1 plug in.
-			"--proxy-client-cert-file="+pk.path(frontProxyClientCert),
-			"--proxy-client-key-file="+pk.path(frontProxyClientKey),
-			"--requestheader-client-ca-file="+pk.path(frontProxyCACert),
+			"--proxy-client-cert-file=" + pk.path(frontProxyClientCert),
+			"--proxy-client-key-file=" + pk.path(frontProxyClientKey),
+			"--requestheader-client-ca-file=" + pk.path(frontProxyCACert),
 			"--requestheader-allowed-names=front-proxy-client",
 			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 			"--requestheader-group-headers=X-Remote-Group",
 			"--requestheader-username-headers=X-Remote-User",
 			"--profiling=false",
-		)
+		}, audited...)...)
 		if err != nil {
 			return err
 		}
@@ -745,6 +781,7 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 			"--inventory-tls-cert-file=" + f.pki().path(serverCert),
 			"--inventory-tls-key-file=" + f.pki().path(serverKey),
 			"--inventory-client-ca-file=" + f.pki().path(caCert),
+			"--audit-webhook-client-names=" + auditWebhookUser,
 		}, f.opts.Manager.Args...)
 		if err := p.start(args...); err != nil {
 			return err
@@ -771,6 +808,21 @@ func (f *LocalFleet) StopManager() error {
 
 // StartManager starts the controller-manager again and waits until it is ready.
 func (f *LocalFleet) StartManager(ctx context.Context) error { return f.startManager(ctx) }
+
+// RestartManager restarts the controller-manager with extra flags after its own (a flag
+// given again wins), for example another --history-dsn; with none, with its own settings.
+func (f *LocalFleet) RestartManager(ctx context.Context, extra ...string) error {
+	if f.opts.Manager == nil {
+		return errors.New("this fleet runs no controller-manager")
+	}
+	if err := f.StopManager(); err != nil {
+		return err
+	}
+	own := f.opts.Manager.Args
+	f.opts.Manager.Args = append(slices.Clone(own), extra...)
+	defer func() { f.opts.Manager.Args = own }()
+	return f.startManager(ctx)
+}
 
 // StopMember stops every process of one member, as if the cluster went away: the apiserver
 // first, so the member stops answering at once. Its data stays.

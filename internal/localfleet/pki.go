@@ -31,6 +31,8 @@ const (
 	serverCert, serverKey   = "server.crt", "server.key"
 	adminCert, adminKey     = "admin.crt", "admin.key"
 	managerCert, managerKey = "manager.crt", "manager.key"
+	// The control plane's audit webhook presents this to the inventory API.
+	auditWebhookCert, auditWebhookKey = "audit-webhook.crt", "audit-webhook.key"
 	// etcd has a CA of its own: it accepts any certificate its CA signed, so one shared with
 	// user certificates (UserKubeconfig) would let every user read etcd.
 	etcdCACert, etcdCAKey           = "etcd-ca.crt", "etcd-ca.key"
@@ -52,11 +54,18 @@ func (p pki) ensure() error {
 	return p.ensureIdentities()
 }
 
+// auditWebhookUser is the identity the control plane's audit webhook posts events as; the
+// control plane grants it nothing.
+const auditWebhookUser = "system:flotilla:audit-webhook"
+
 // ensureIdentities issues the certificates of the fleet's own components that are not the
 // admin: the controller-manager acts as itself (so admission can tell its writes from a
 // user's), and the apiservers reach etcd with a client certificate etcd requires.
 func (p pki) ensureIdentities() error {
 	if err := p.issueClient(managerCert, managerKey, "system:flotilla:controller-manager", nil); err != nil {
+		return err
+	}
+	if err := p.issueClient(auditWebhookCert, auditWebhookKey, auditWebhookUser, nil); err != nil {
 		return err
 	}
 	return p.ensureEtcd()

@@ -16,13 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/flotilla-dev/flotilla/internal/audit"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 )
 
 // server is the inventory API as a runnable of the manager, served on every replica (it
 // only reads).
-func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, store history.Store, preview inventory.Previewer) (manager.Runnable, error) {
+func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, store history.Store, preview inventory.Previewer, writers *audit.Log) (manager.Runnable, error) {
 	if _, _, err := net.SplitHostPort(o.Address); err != nil {
 		return nil, fmt.Errorf("--inventory-bind-address %q: give host:port, for example 127.0.0.1:8443", o.Address)
 	}
@@ -51,7 +52,17 @@ func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, store histor
 	}
 	api := inventory.New(c, store, kube)
 	api.Preview = preview
-	srv := &http.Server{Addr: o.Address, Handler: api.Handler(), TLSConfig: tc,
+	handler := api.Handler()
+	if writers != nil {
+		if o.ClientCAFile == "" {
+			return nil, errors.New("--audit-webhook-client-names needs --inventory-client-ca-file: the audit webhook is known by its client certificate")
+		}
+		mux := http.NewServeMux()
+		mux.Handle(audit.Path, writers.Handler(o.AuditClientNames...))
+		mux.Handle("/", handler)
+		handler = mux
+	}
+	srv := &http.Server{Addr: o.Address, Handler: handler, TLSConfig: tc,
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		l, err := tls.Listen("tcp", o.Address, tc)

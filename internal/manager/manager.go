@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/flotilla-dev/flotilla/internal/analysis"
+	"github.com/flotilla-dev/flotilla/internal/audit"
 	"github.com/flotilla-dev/flotilla/internal/binding"
 	"github.com/flotilla-dev/flotilla/internal/cluster"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
@@ -98,6 +99,9 @@ type InventoryOptions struct {
 	CertFile     string // TLS serving certificate and key (required with Address)
 	KeyFile      string
 	ClientCAFile string // accept client certificates of this CA (the control plane's client CA)
+	// AuditClientNames are the client certificate common names whose audit event batches
+	// are taken at /audit/v1/events (the control plane's audit webhook); none: not served.
+	AuditClientNames []string
 }
 
 // DefaultOptions are the production defaults.
@@ -256,11 +260,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	defer store.Close()
 	go historian.Retain(ctx, store, o.HistoryRetention, o.HistoryMaxRecords, 10*time.Minute, ctrl.Log.WithName("history"))
-	if err := (&historian.Historian{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Store: store}).SetupWithManager(mgr); err != nil {
+	var writers *audit.Log
+	hist := &historian.Historian{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Store: store}
+	if o.Inventory.Address != "" && len(o.Inventory.AuditClientNames) > 0 {
+		writers = audit.NewLog(100_000)
+		hist.Writers = writers
+	}
+	if err := hist.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the historian: %w", err)
 	}
 	if o.Inventory.Address != "" {
-		srv, err := o.Inventory.server(cfg, mgr.GetClient(), store, sched)
+		srv, err := o.Inventory.server(cfg, mgr.GetClient(), store, sched, writers)
 		if err != nil {
 			return err
 		}

@@ -104,15 +104,25 @@ func recordRevision(ctx context.Context, c client.Client, b workv1alpha1.Binding
 
 // LoadRevision returns the template as recorded in revision rev and its workload hash.
 func LoadRevision(ctx context.Context, c client.Reader, b workv1alpha1.Binding, rev int64) (*unstructured.Unstructured, string, error) {
+	cr, u, err := LoadRevisionObject(ctx, c, b, rev)
+	if err != nil {
+		return nil, "", err
+	}
+	return u, cr.Annotations[RevisionHashAnnotation], nil
+}
+
+// LoadRevisionObject reads a revision's ControllerRevision (for when it was recorded) and the
+// template it holds.
+func LoadRevisionObject(ctx context.Context, c client.Reader, b workv1alpha1.Binding, rev int64) (*appsv1.ControllerRevision, *unstructured.Unstructured, error) {
 	cr := &appsv1.ControllerRevision{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, rev)}, cr); err != nil {
-		return nil, "", fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
+		return nil, nil, fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(cr.Data.Raw); err != nil {
-		return nil, "", fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
+		return nil, nil, fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
 	}
-	return u, cr.Annotations[RevisionHashAnnotation], nil
+	return cr, u, nil
 }
 
 // pruneRevisions keeps the newest limit revisions and every revision still pinned or stable.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/failover"
+	"github.com/flotilla-dev/flotilla/internal/historian"
 )
 
 func memberAvailable(t *testing.T, cluster, ns, name string) int32 {
@@ -103,6 +105,17 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	g.Eventually(func() []workv1alpha1.GracefulEvictionTask {
 		return bindingNow(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks
 	}).Should(gomega.BeEmpty())
+	// History says web left europe by failover, and that no user did it.
+	admin := inventoryAs(t, "")
+	g.Eventually(func() []string {
+		var out []string
+		for _, it := range historyOf(t, admin, url.Values{"team": {ns}, "cluster": {"europe"}}) {
+			if it.Name == "web" {
+				out = append(out, fmt.Sprintf("%s %s by %s", it.Outcome, it.Cause, it.Actor))
+			}
+		}
+		return out
+	}).Should(gomega.ContainElement("removed failover by "+historian.ActorFailover), "web's history in europe")
 	// The Duplicated agent stays placed on europe and is reported lost.
 	g.Eventually(func() bool {
 		for _, cs := range bindingNow(ctx, ns, "agent-deployment").Status.Clusters {

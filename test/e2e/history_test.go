@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,6 +25,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/history/pgtest"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 )
 
@@ -113,17 +116,31 @@ func TestHistoryAndInventoryAPI(t *testing.T) {
 	g.Eventually(func() []string { return describeHistory(historyOf(t, admin, q)) }).Should(gomega.ContainElements(
 		"east 0->1 placement healthy", "west 0->1 placement healthy"))
 
-	// Release 2 through both waves.
-	setImage(t, g, web, "registry.example/web:2")
+	// Release 2 through both waves, changed by alice and promoted by bob, team A's
+	// contributors; release 3 changed by carol.
+	alice, carol := userClient(t, "", "alice", "hist-a-devs"), userClient(t, "", "carol", "hist-a-devs")
+	setImageAs := func(c client.Client, image string) {
+		g.Eventually(func() error {
+			cur := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+				return err
+			}
+			cur.Spec.Template.Spec.Containers[0].Image = image
+			return c.Update(ctx, cur)
+		}).Should(gomega.Succeed())
+	}
+	bob, err := fleet.UserKubeconfig("", "bob", "hist-a-devs")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	setImageAs(alice, "registry.example/web:2")
 	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase(ns, "web-deployment-r2", 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
-	out, err := flotilla("release", "promote", "deployment/web", "-n", ns)
+	out, err := flotilla("release", "promote", "deployment/web", "-n", ns, "--kubeconfig", bob)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "web-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
-	// Release 3, aborted while east runs it: east goes back to 2.
-	setImage(t, g, web, "registry.example/web:3")
+	// Release 3, aborted by bob while east runs it: east goes back to 2.
+	setImageAs(carol, "registry.example/web:3")
 	g.Eventually(func() rolloutv1alpha1.WavePhase { return wavePhase(ns, "web-deployment-r3", 0) }).Should(gomega.Equal(rolloutv1alpha1.WaveWaitingForApproval))
 	g.Eventually(func() []string { return describeHistory(historyOf(t, admin, q)) }).Should(gomega.ContainElement("east 2->3 release healthy"))
-	out, err = flotilla("release", "abort", "deployment/web", "-n", ns)
+	out, err = flotilla("release", "abort", "deployment/web", "-n", ns, "--kubeconfig", bob)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(func() string { return memberImage(t, "east", ns, "web") }).Should(gomega.Equal("registry.example/web:2"))
 
@@ -142,6 +159,16 @@ func TestHistoryAndInventoryAPI(t *testing.T) {
 		g.Expect(strings.Index(lines, order[0])).To(gomega.BeNumerically("<", strings.Index(lines, order[1])), "%q before %q in\n%s", order[0], order[1], lines)
 	}
 	g.Expect(lines).NotTo(gomega.ContainSubstring("west 2->3"), "west never ran revision 3")
+	// Actors are the users behind each change, from the control plane's audit stream: the
+	// admin who created the template, alice and carol who changed it (in both waves of r2,
+	// though bob promoted the second), bob who aborted r3.
+	actorsOf := func() map[string]string {
+		actors := map[string]string{}
+		for _, it := range historyOf(t, admin, q) {
+			actors[fmt.Sprintf("%s %d->%d %s", it.Cluster, it.FromRevision, it.ToRevision, it.Cause)] = it.Actor
+		}
+		return actors
+	}
 	for _, it := range items {
 		if it.Cluster == "east" && it.ToRevision == 2 && it.Cause == "release" {
 			g.Expect(it.CauseDetail).To(gomega.ContainSubstring("release web-deployment-r2 wave 1/2 (first)"))
@@ -151,6 +178,14 @@ func TestHistoryAndInventoryAPI(t *testing.T) {
 			g.Expect(it.CauseDetail).To(gomega.ContainSubstring("web-deployment-r3"))
 		}
 	}
+	// Records are written at once and named when the audit stream has delivered the writes.
+	g.Eventually(actorsOf).Should(gomega.And(
+		gomega.HaveKeyWithValue("east 0->1 placement", "flotilla-admin"),
+		gomega.HaveKeyWithValue("east 1->2 release", "alice"),
+		gomega.HaveKeyWithValue("west 1->2 release", "alice"),
+		gomega.HaveKeyWithValue("east 2->3 release", "carol"),
+		gomega.HaveKeyWithValue("east 3->2 rollback", "bob"),
+	))
 	// Per cluster: only west's records.
 	for _, it := range historyOf(t, admin, url.Values{"cluster": {"west"}, "team": {ns}}) {
 		g.Expect(it.Cluster).To(gomega.Equal("west"))
@@ -284,6 +319,59 @@ spec:
 	g.Expect(out).To(gomega.And(gomega.ContainSubstring("east"), gomega.ContainSubstring("europe"), gomega.ContainSubstring("PropagationPolicy hist-a/web")))
 	g.Expect(out).To(gomega.ContainSubstring("registry.example/web:2"), "the images of the revision each cluster runs (3 was aborted)")
 	g.Expect(out).NotTo(gomega.ContainSubstring("registry.example/web:3"))
+}
+
+// The same history on PostgreSQL: the controller-manager restarted with a postgres:// DSN
+// records a placement and a release in waves there (read back both through the inventory API
+// and straight from the database), and `flotilla where` answers from it.
+func TestHistoryOnPostgreSQL(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	pg := pgtest.Start(t)
+	dsn := pg.Fresh(t)
+	g.Expect(fleet.RestartManager(ctx, "--history-dsn="+dsn)).To(gomega.Succeed())
+	// Back to the fleet's SQLite store before the server stops (cleanups run last first).
+	t.Cleanup(func() {
+		if err := fleet.RestartManager(context.Background()); err != nil {
+			t.Errorf("restarting the controller-manager on SQLite: %v", err)
+		}
+	})
+	ns := "hist-pg"
+	ensureNamespace(t, cp, ns)
+	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "west"}}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}},
+			}},
+		}}
+	web := webDeployment(ns, 1)
+	createAll(t, g, policy, web)
+	admin := inventoryAs(t, "")
+	q := url.Values{"team": {ns}}
+	g.Eventually(func() []string { return describeHistory(historyOf(t, admin, q)) }).Should(gomega.ContainElements(
+		"east 0->1 placement healthy", "west 0->1 placement healthy"))
+	setImage(t, g, web, "registry.example/web:2")
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "web-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+	var lines string
+	g.Eventually(func() []string {
+		h := describeHistory(historyOf(t, admin, q))
+		lines = strings.Join(h, "\n")
+		return h
+	}).Should(gomega.ContainElements("east 1->2 release healthy", "west 1->2 release healthy"))
+	g.Expect(strings.Index(lines, "east 1->2 release healthy")).To(gomega.BeNumerically("<", strings.Index(lines, "west 1->2 release healthy")), lines)
+
+	db, err := sql.Open("pgx", dsn)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	defer func() { _ = db.Close() }()
+	var n int
+	g.Expect(db.QueryRowContext(ctx, "SELECT count(*) FROM records WHERE team = $1 AND cause = 'release'", ns).Scan(&n)).To(gomega.Succeed())
+	g.Expect(n).To(gomega.BeNumerically(">=", 2), "the release's records are in PostgreSQL")
+
+	out, err := flotilla("where", "deployment/web", "-n", ns, "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.And(gomega.ContainSubstring("east"), gomega.ContainSubstring("west"), gomega.ContainSubstring("registry.example/web:2")))
 }
 
 // mustCAConfig trusts the fleet's CA and presents no certificate.
