@@ -291,9 +291,18 @@ func newWhatIfCommand(g *globals) *cobra.Command {
 	var file, output, invURL string
 	cmd := &cobra.Command{
 		Use:   "what-if -f FILE",
-		Short: "Preview what a changed Cluster, PropagationPolicy or ClusterPropagationPolicy would move, writing nothing (the inventory API, as you)",
+		Short: "Preview what a changed Cluster, PropagationPolicy, ClusterPropagationPolicy, TargetPolicy or ClusterTargetPolicy would move, writing nothing (the inventory API, as you)",
+		Long: `Preview what a changed object would move, writing nothing: the inventory API schedules the
+templates it concerns as the control plane would and shows, per template, the clusters added and
+removed and the replicas moved. You must be allowed to make the change.
+
+It takes a Cluster, a PropagationPolicy or ClusterPropagationPolicy, or a TargetPolicy or
+ClusterTargetPolicy. For a target policy, each Application it selects before or after the change
+is placed anew; an application left without placement (no target policy, policies that disagree,
+no cluster) is shown with the reason in place of its clusters.`,
 		Example: fmt.Sprintf(`  %[1]s what-if -f cluster-west-relabelled.yaml
-  kubectl get propagationpolicy web -n shop -o yaml | edit... | %[1]s what-if -f -`, invokedName()),
+  kubectl get propagationpolicy web -n shop -o yaml | edit... | %[1]s what-if -f -
+  kubectl get targetpolicy web -n shop -o yaml | edit... | %[1]s what-if -f -`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {

@@ -10,8 +10,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
@@ -44,9 +46,9 @@ type WhatIf struct {
 	Note      string   `json:"note"`
 }
 
-// whatIf previews a changed Cluster, PropagationPolicy or ClusterPropagationPolicy (YAML or
-// JSON) against the bindings the user may read, writing nothing. The user must be allowed to
-// make the change they ask about.
+// whatIf previews a changed Cluster, PropagationPolicy, ClusterPropagationPolicy, TargetPolicy
+// or ClusterTargetPolicy (YAML or JSON) against the bindings the user may read, writing
+// nothing. The user must be allowed to make the change they ask about.
 func (s *Server) whatIf(w http.ResponseWriter, r *http.Request, u *User) {
 	if s.Preview == nil {
 		fail(w, http.StatusServiceUnavailable, "", "what-if is not served by this process")
@@ -76,10 +78,11 @@ func (s *Server) whatIf(w http.ResponseWriter, r *http.Request, u *User) {
 		return
 	}
 	var (
-		spec    *policyv1alpha1.PropagationSpec
-		applies func(workv1alpha1.Binding) bool
-		check   access
-		object  string
+		spec     *policyv1alpha1.PropagationSpec
+		applies  func(workv1alpha1.Binding) bool
+		proposed client.Object // a target policy: each application it selects is planned anew
+		check    access
+		object   string
 	)
 	switch {
 	case tm.Kind == "Cluster" && tm.APIVersion == clusterv1alpha1.GroupVersion.String():
@@ -128,8 +131,31 @@ func (s *Server) whatIf(w http.ResponseWriter, r *http.Request, u *User) {
 			return ref.Kind == "ClusterPropagationPolicy" && ref.Name == p.Name
 		}
 		object = "ClusterPropagationPolicy " + p.Name
+	case tm.Kind == "TargetPolicy" && tm.APIVersion == appsv1alpha1.GroupVersion.String():
+		p := &appsv1alpha1.TargetPolicy{}
+		if err := strict(p); err != nil {
+			fail(w, http.StatusBadRequest, "body", "TargetPolicy: %v", err)
+			return
+		}
+		if p.Namespace == "" {
+			fail(w, http.StatusBadRequest, "metadata.namespace", "TargetPolicy %s: set metadata.namespace", p.Name)
+			return
+		}
+		check = access{verb: "update", group: appsv1alpha1.GroupVersion.Group, resource: "targetpolicies", namespace: p.Namespace}
+		proposed = p
+		object = "TargetPolicy " + p.Namespace + "/" + p.Name
+	case tm.Kind == "ClusterTargetPolicy" && tm.APIVersion == appsv1alpha1.GroupVersion.String():
+		p := &appsv1alpha1.ClusterTargetPolicy{}
+		if err := strict(p); err != nil {
+			fail(w, http.StatusBadRequest, "body", "ClusterTargetPolicy: %v", err)
+			return
+		}
+		check = access{verb: "update", group: appsv1alpha1.GroupVersion.Group, resource: "clustertargetpolicies"}
+		proposed = p
+		object = "ClusterTargetPolicy " + p.Name
 	default:
-		fail(w, http.StatusBadRequest, "kind", "what-if takes a cluster.flotilla.dev/v1alpha1 Cluster, or a policy.flotilla.dev/v1alpha1 PropagationPolicy or ClusterPropagationPolicy; got %s %s", tm.APIVersion, tm.Kind)
+		fail(w, http.StatusBadRequest, "kind", "what-if takes a cluster.flotilla.dev/v1alpha1 Cluster, a policy.flotilla.dev/v1alpha1 PropagationPolicy or ClusterPropagationPolicy, "+
+			"or an apps.flotilla.dev/v1alpha1 TargetPolicy or ClusterTargetPolicy; got %s %s", tm.APIVersion, tm.Kind)
 		return
 	}
 	ok, err := s.authz.allowed(ctx, u, check)
@@ -153,24 +179,39 @@ func (s *Server) whatIf(w http.ResponseWriter, r *http.Request, u *User) {
 	}
 	out := WhatIf{Object: object, Changes: []Change{},
 		Note: "placement changes start no release: a cluster added receives the revision the others run as stable; policy selectors are not re-matched, only the placement of the templates the policy places now"}
+	if proposed != nil {
+		out.Note = "placement changes start no release: a cluster added receives the revision the others run as stable; each application the policy selects before or after the change is placed anew, " +
+			"its templates by the policy it would generate; overrideRules are not previewed"
+		if err := s.whatIfTargets(ctx, &out, proposed, scope, bl.Items, clusters.Items); err != nil {
+			fail(w, http.StatusServiceUnavailable, "", "%v", err)
+			return
+		}
+		reply(w, out)
+		return
+	}
 	for i := range bl.Items {
 		b := &bl.Items[i]
 		if !inScope(scope, b.Namespace) || !applies(b) || !b.DeletionTimestamp.IsZero() {
 			continue
 		}
-		after, err := s.Preview.Preview(ctx, b, spec, clusters.Items)
-		ch := diff(b, after)
-		if err != nil {
-			ch.Error = err.Error()
-			ch.After = nil
-		}
-		if err == nil && equality.Semantic.DeepEqual(normal(b.Spec.Clusters), normal(after)) {
-			out.Unchanged++
-			continue
-		}
-		out.Changes = append(out.Changes, ch)
+		s.preview(ctx, &out, b, spec, clusters.Items)
 	}
 	reply(w, out)
+}
+
+// preview adds what a spec would do to one binding's placement to the answer.
+func (s *Server) preview(ctx context.Context, out *WhatIf, b *workv1alpha1.ResourceBinding, spec *policyv1alpha1.PropagationSpec, clusters []clusterv1alpha1.Cluster) {
+	after, err := s.Preview.Preview(ctx, b, spec, clusters)
+	ch := diff(b, after)
+	if err != nil {
+		ch.Error = err.Error()
+		ch.After = nil
+	}
+	if err == nil && equality.Semantic.DeepEqual(normal(b.Spec.Clusters), normal(after)) {
+		out.Unchanged++
+		return
+	}
+	out.Changes = append(out.Changes, ch)
 }
 
 func inNamespace(ns string) string {

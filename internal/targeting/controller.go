@@ -9,7 +9,9 @@
 //
 // It writes only the generated policies (labelled with the Application), the Placed
 // condition, clusters and targetPolicies of Application status, and target policy status.
-// When target policies contradict each other it changes nothing and says so.
+// When target policies contradict each other it changes nothing and says so. PlanFor computes
+// the placement without writing; Reconcile writes what it returns, and what-if previews it, so
+// the two cannot differ.
 package targeting
 
 import (
@@ -25,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,7 +43,6 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
-	"github.com/flotilla-dev/flotilla/internal/match"
 )
 
 // StatusManager owns the placement part of Application status and target policy status.
@@ -170,49 +170,26 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !app.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	targets, err := c.targetsOf(ctx, app)
+	plan, err := PlanFor(ctx, c.Client, app, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st := placedStatus{}
-	for _, t := range targets {
-		st.TargetPolicies = append(st.TargetPolicies, t.ref)
-	}
-	if len(targets) == 0 {
-		if err := c.removeGenerated(ctx, app.Namespace, app.Name, ""); err != nil {
+	st := placedStatus{TargetPolicies: plan.TargetPolicies, Clusters: plan.Clusters}
+	placed := metav1.ConditionFalse
+	switch {
+	case plan.Placed():
+		if err := c.generate(ctx, app, &plan); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, c.writeStatus(ctx, app, st, metav1.ConditionFalse, appsv1alpha1.ReasonNoTarget,
-			"no TargetPolicy of namespace "+app.Namespace+" nor ClusterTargetPolicy selects the application's labels: it runs nowhere")
-	}
-	if field, a, b := conflict(targets); field != "" {
+		placed = metav1.ConditionTrue
+	case plan.Keep:
 		// Nothing moves: the generated placement stays as it was.
-		st.Clusters = slices.Clone(app.Status.Clusters)
-		return ctrl.Result{}, c.writeStatus(ctx, app, st, metav1.ConditionFalse, appsv1alpha1.ReasonTargetConflict,
-			fmt.Sprintf("target policies %s and %s both set %s and disagree: make them agree or set it in one of them; the placement in force is unchanged", a.describe(), b.describe(), field))
-	}
-	clusters, left, err := c.clusters(ctx, app, targets)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	st.Clusters = clusters
-	msg := fmt.Sprintf("placed on %d clusters by %s", len(clusters), strings.Join(st.TargetPolicies, ", "))
-	if len(left) > 0 {
-		msg += fmt.Sprintf("; left out %s: not among Team %s/%s's clusters (spec.clusters.selector)", strings.Join(left, ", "), app.Namespace, tenancyv1alpha1.TeamName)
-	}
-	if len(app.Status.Objects) == 0 {
-		return ctrl.Result{}, c.writeStatus(ctx, app, st, metav1.ConditionFalse, appsv1alpha1.ReasonNoTarget, "the application has produced no templates yet")
-	}
-	if len(clusters) == 0 {
+	default:
 		if err := c.removeGenerated(ctx, app.Namespace, app.Name, ""); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, c.writeStatus(ctx, app, st, metav1.ConditionFalse, appsv1alpha1.ReasonClustersNotAllowed, "no cluster matches the clusterSelectors of "+strings.Join(st.TargetPolicies, ", ")+strings.TrimPrefix(msg, fmt.Sprintf("placed on %d clusters by %s", len(clusters), strings.Join(st.TargetPolicies, ", "))))
 	}
-	if err := c.generate(ctx, app, targets, clusters); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, c.writeStatus(ctx, app, st, metav1.ConditionTrue, appsv1alpha1.ReasonPlaced, msg)
+	return ctrl.Result{}, c.writeStatus(ctx, app, st, placed, plan.Reason, plan.Message)
 }
 
 func (t target) describe() string {
@@ -220,41 +197,6 @@ func (t target) describe() string {
 		return "ClusterTargetPolicy " + t.ref
 	}
 	return "TargetPolicy " + t.ref
-}
-
-// targetsOf lists the target policies selecting the Application, namespaced first, by name.
-func (c *Controller) targetsOf(ctx context.Context, app *appsv1alpha1.Application) ([]target, error) {
-	var tps appsv1alpha1.TargetPolicyList
-	if err := c.Client.List(ctx, &tps, client.InNamespace(app.Namespace)); err != nil {
-		return nil, err
-	}
-	var ctps appsv1alpha1.ClusterTargetPolicyList
-	if err := c.Client.List(ctx, &ctps); err != nil {
-		return nil, err
-	}
-	var out []target
-	for i := range tps.Items {
-		p := &tps.Items[i]
-		if p.DeletionTimestamp.IsZero() && match.Labels(&p.Spec.AppSelector, app.Labels) {
-			out = append(out, target{ref: p.Namespace + "/" + p.Name, spec: &p.Spec})
-		}
-	}
-	for i := range ctps.Items {
-		p := &ctps.Items[i]
-		if p.DeletionTimestamp.IsZero() && match.Labels(&p.Spec.AppSelector, app.Labels) {
-			out = append(out, target{ref: p.Name, cluster: true, spec: &p.Spec})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b target) int {
-		if a.cluster != b.cluster {
-			if a.cluster {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.ref, b.ref)
-	})
-	return out, nil
 }
 
 // conflict names the first field two target policies set differently.
@@ -297,45 +239,9 @@ func first[T any](ts []target, get func(*appsv1alpha1.TargetSpec) T) T {
 	return zero
 }
 
-// clusters is the union of the targets' clusters, less those the Team does not allow.
-func (c *Controller) clusters(ctx context.Context, app *appsv1alpha1.Application, ts []target) (in, left []string, err error) {
-	var cls clusterv1alpha1.ClusterList
-	if err := c.Client.List(ctx, &cls); err != nil {
-		return nil, nil, err
-	}
-	team := &tenancyv1alpha1.Team{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: tenancyv1alpha1.TeamName}, team); client.IgnoreNotFound(err) != nil {
-		return nil, nil, err
-	}
-	var allowed func(*clusterv1alpha1.Cluster) bool = func(*clusterv1alpha1.Cluster) bool { return true }
-	if team.Spec.Clusters != nil {
-		sel, err := metav1.LabelSelectorAsSelector(&team.Spec.Clusters.Selector)
-		if err != nil {
-			return nil, nil, fmt.Errorf("Team %s/%s spec.clusters.selector: %w", team.Namespace, team.Name, err)
-		}
-		allowed = func(cl *clusterv1alpha1.Cluster) bool { return sel.Matches(labels.Set(cl.Labels)) }
-	}
-	for i := range cls.Items {
-		cl := &cls.Items[i]
-		if !cl.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if !slices.ContainsFunc(ts, func(t target) bool { return match.Labels(&t.spec.ClusterSelector, cl.Labels) }) {
-			continue
-		}
-		if allowed(cl) {
-			in = append(in, cl.Name)
-		} else {
-			left = append(left, cl.Name)
-		}
-	}
-	slices.Sort(in)
-	slices.Sort(left)
-	return in, left, nil
-}
-
-// generated names the policies made for an Application.
-func generatedName(app *appsv1alpha1.Application, cluster bool) string {
+// GeneratedName names the policies made for an Application: the ClusterPropagationPolicy
+// (cluster) or the PropagationPolicy in its namespace.
+func GeneratedName(app *appsv1alpha1.Application, cluster bool) string {
 	if cluster {
 		return "app-" + app.Namespace + "-" + app.Name
 	}
@@ -368,42 +274,22 @@ func selectors(app *appsv1alpha1.Application, cluster bool) []policyv1alpha1.Res
 	return out
 }
 
-// generate writes the placement (and overrides) for the Application, and removes the other
-// kind's when the set of target policies changed between namespaced and platform-wide.
-func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application, ts []target, clusters []string) error {
-	platform := slices.ContainsFunc(ts, func(t target) bool { return t.cluster })
-	spec := policyv1alpha1.PropagationSpec{
-		ResourceSelectors: selectors(app, platform),
-		Placement: policyv1alpha1.Placement{
-			ClusterAffinity:   affinity(ts, clusters),
-			ReplicaScheduling: first(ts, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.ReplicaScheduling { return s.ReplicaScheduling }),
-		},
-		Rollout:        first(ts, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.RolloutStrategy { return s.Rollout }),
-		DeletionPolicy: first(ts, func(s *appsv1alpha1.TargetSpec) policyv1alpha1.DeletionPolicy { return s.DeletionPolicy }),
-	}
-	var rules []policyv1alpha1.OverrideRule
-	for _, t := range ts {
-		rules = append(rules, t.spec.OverrideRules...)
-	}
-	if len(rules) > 32 {
-		rules = rules[:32]
-	}
-	name := generatedName(app, platform)
+// generate writes the planned placement (and overrides) for the Application, and removes the
+// other kind's when the set of target policies changed between namespaced and platform-wide.
+func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application, plan *Plan) error {
 	generatedLabels := map[string]string{AppNameLabel: app.Name, AppNamespaceLabel: app.Namespace}
-
+	overrides := policyv1alpha1.OverrideSpec{ResourceSelectors: plan.Spec.ResourceSelectors, OverrideRules: plan.OverrideRules}
 	var pp, op client.Object
-	if platform {
-		pp = &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: generatedLabels}, Spec: spec}
-		if len(rules) > 0 {
-			op = &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: generatedLabels},
-				Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: spec.ResourceSelectors, OverrideRules: rules}}
+	if plan.Kind == "ClusterPropagationPolicy" {
+		pp = &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: plan.Name, Labels: generatedLabels}, Spec: plan.Spec}
+		if len(plan.OverrideRules) > 0 {
+			op = &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: plan.Name, Labels: generatedLabels}, Spec: overrides}
 		}
 	} else {
 		owner := []metav1.OwnerReference{{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "Application", Name: app.Name, UID: app.UID}}
-		pp = &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: name, Labels: generatedLabels, OwnerReferences: owner}, Spec: spec}
-		if len(rules) > 0 {
-			op = &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: name, Labels: generatedLabels, OwnerReferences: owner},
-				Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: spec.ResourceSelectors, OverrideRules: rules}}
+		pp = &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: plan.Namespace, Name: plan.Name, Labels: generatedLabels, OwnerReferences: owner}, Spec: plan.Spec}
+		if len(plan.OverrideRules) > 0 {
+			op = &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: plan.Namespace, Name: plan.Name, Labels: generatedLabels, OwnerReferences: owner}, Spec: overrides}
 		}
 	}
 	if err := c.ensure(ctx, app, pp); err != nil {

@@ -1,0 +1,227 @@
+package targeting
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/match"
+)
+
+// Plan is the placement the target policies give one Application: what Reconcile writes, and
+// what a what-if question previews.
+type Plan struct {
+	// TargetPolicies select the Application, namespaced first: NAMESPACE/NAME, then NAME.
+	TargetPolicies []string
+	// Clusters the Application is placed on; on a conflict, those of its status (nothing
+	// moves).
+	Clusters []string
+	// Left are the clusters the target policies select but the namespace's Team does not allow.
+	Left []string
+	// Reason and Message are those of the Application's Placed condition.
+	Reason, Message string
+	// Keep is true when the generated policies in force stay as they are (a conflict, or no
+	// templates yet); otherwise they are replaced by the one below, or removed when Kind is "".
+	Keep bool
+
+	// Kind of the generated policy, PropagationPolicy or ClusterPropagationPolicy; "" when
+	// the Application is not placed (Reason says why).
+	Kind string
+	// Namespace (of a PropagationPolicy) and Name of the generated policy.
+	Namespace, Name string
+	// Spec of the generated policy.
+	Spec policyv1alpha1.PropagationSpec
+	// OverrideRules of the generated override policy; none means no override policy.
+	OverrideRules []policyv1alpha1.OverrideRule
+}
+
+// Placed reports whether the plan generates a policy.
+func (p *Plan) Placed() bool { return p.Kind != "" }
+
+// PlanFor computes the Application's placement from the stored target policies, Teams and
+// Clusters, writing nothing. A proposed *appsv1alpha1.TargetPolicy or
+// *appsv1alpha1.ClusterTargetPolicy takes the place of the stored one of its name, or joins
+// them when there is none; nil plans with what is stored. Reconcile writes what it returns, so
+// a preview and the placement that follows cannot differ.
+func PlanFor(ctx context.Context, r client.Reader, app *appsv1alpha1.Application, proposed client.Object) (Plan, error) {
+	targets, err := targetsOf(ctx, r, app, proposed)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := Plan{}
+	for _, t := range targets {
+		p.TargetPolicies = append(p.TargetPolicies, t.ref)
+	}
+	if len(targets) == 0 {
+		p.Reason = appsv1alpha1.ReasonNoTarget
+		p.Message = "no TargetPolicy of namespace " + app.Namespace + " nor ClusterTargetPolicy selects the application's labels: it runs nowhere"
+		return p, nil
+	}
+	if field, a, b := conflict(targets); field != "" {
+		p.Clusters = slices.Clone(app.Status.Clusters)
+		p.Keep = true
+		p.Reason = appsv1alpha1.ReasonTargetConflict
+		p.Message = fmt.Sprintf("target policies %s and %s both set %s and disagree: make them agree or set it in one of them; the placement in force is unchanged", a.describe(), b.describe(), field)
+		return p, nil
+	}
+	if p.Clusters, p.Left, err = clusters(ctx, r, app, targets); err != nil {
+		return Plan{}, err
+	}
+	leftOut := ""
+	if len(p.Left) > 0 {
+		leftOut = fmt.Sprintf("; left out %s: not among Team %s/%s's clusters (spec.clusters.selector)", strings.Join(p.Left, ", "), app.Namespace, tenancyv1alpha1.TeamName)
+	}
+	if len(app.Status.Objects) == 0 {
+		p.Keep = true
+		p.Reason = appsv1alpha1.ReasonNoTarget
+		p.Message = "the application has produced no templates yet"
+		return p, nil
+	}
+	if len(p.Clusters) == 0 {
+		p.Reason = appsv1alpha1.ReasonClustersNotAllowed
+		p.Message = "no cluster matches the clusterSelectors of " + strings.Join(p.TargetPolicies, ", ") + leftOut
+		return p, nil
+	}
+	p.Reason = appsv1alpha1.ReasonPlaced
+	p.Message = fmt.Sprintf("placed on %d clusters by %s", len(p.Clusters), strings.Join(p.TargetPolicies, ", ")) + leftOut
+
+	platform := slices.ContainsFunc(targets, func(t target) bool { return t.cluster })
+	p.Kind, p.Name = "PropagationPolicy", GeneratedName(app, platform)
+	if platform {
+		p.Kind = "ClusterPropagationPolicy"
+	} else {
+		p.Namespace = app.Namespace
+	}
+	p.Spec = policyv1alpha1.PropagationSpec{
+		ResourceSelectors: selectors(app, platform),
+		Placement: policyv1alpha1.Placement{
+			ClusterAffinity:   affinity(targets, p.Clusters),
+			ReplicaScheduling: first(targets, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.ReplicaScheduling { return s.ReplicaScheduling }),
+		},
+		Rollout:        first(targets, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.RolloutStrategy { return s.Rollout }),
+		DeletionPolicy: first(targets, func(s *appsv1alpha1.TargetSpec) policyv1alpha1.DeletionPolicy { return s.DeletionPolicy }),
+	}
+	for _, t := range targets {
+		p.OverrideRules = append(p.OverrideRules, t.spec.OverrideRules...)
+	}
+	if len(p.OverrideRules) > 32 {
+		p.OverrideRules = p.OverrideRules[:32]
+	}
+	return p, nil
+}
+
+// Selects reports whether a TargetPolicy or ClusterTargetPolicy, not being deleted, selects
+// the Application.
+func Selects(policy client.Object, app *appsv1alpha1.Application) bool {
+	t, ok := targetOf(policy)
+	return ok && policy.GetDeletionTimestamp().IsZero() &&
+		(t.cluster || policy.GetNamespace() == app.Namespace) &&
+		match.Labels(&t.spec.AppSelector, app.Labels)
+}
+
+// targetOf is a TargetPolicy or ClusterTargetPolicy as a target.
+func targetOf(o client.Object) (target, bool) {
+	switch p := o.(type) {
+	case *appsv1alpha1.TargetPolicy:
+		return target{ref: p.Namespace + "/" + p.Name, spec: &p.Spec}, true
+	case *appsv1alpha1.ClusterTargetPolicy:
+		return target{ref: p.Name, cluster: true, spec: &p.Spec}, true
+	}
+	return target{}, false
+}
+
+// targetsOf lists the target policies selecting the Application, namespaced first, by name,
+// with the proposed one in place of the stored one of its name.
+func targetsOf(ctx context.Context, r client.Reader, app *appsv1alpha1.Application, proposed client.Object) ([]target, error) {
+	var stored []client.Object
+	var tps appsv1alpha1.TargetPolicyList
+	if err := r.List(ctx, &tps, client.InNamespace(app.Namespace)); err != nil {
+		return nil, err
+	}
+	for i := range tps.Items {
+		stored = append(stored, &tps.Items[i])
+	}
+	var ctps appsv1alpha1.ClusterTargetPolicyList
+	if err := r.List(ctx, &ctps); err != nil {
+		return nil, err
+	}
+	for i := range ctps.Items {
+		stored = append(stored, &ctps.Items[i])
+	}
+	var want target
+	if proposed != nil {
+		var ok bool
+		if want, ok = targetOf(proposed); !ok {
+			return nil, fmt.Errorf("planning a placement with a %T: want a TargetPolicy or ClusterTargetPolicy", proposed)
+		}
+		stored = slices.DeleteFunc(stored, func(o client.Object) bool {
+			t, _ := targetOf(o)
+			return t.cluster == want.cluster && t.ref == want.ref
+		})
+		stored = append(stored, proposed)
+	}
+	var out []target
+	for _, o := range stored {
+		if Selects(o, app) {
+			t, _ := targetOf(o)
+			out = append(out, t)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b target) int {
+		if a.cluster != b.cluster {
+			if a.cluster {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.ref, b.ref)
+	})
+	return out, nil
+}
+
+// clusters is the union of the targets' clusters, less those the Team does not allow.
+func clusters(ctx context.Context, r client.Reader, app *appsv1alpha1.Application, ts []target) (in, left []string, err error) {
+	var cls clusterv1alpha1.ClusterList
+	if err := r.List(ctx, &cls); err != nil {
+		return nil, nil, err
+	}
+	team := &tenancyv1alpha1.Team{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: tenancyv1alpha1.TeamName}, team); client.IgnoreNotFound(err) != nil {
+		return nil, nil, err
+	}
+	var allowed func(*clusterv1alpha1.Cluster) bool = func(*clusterv1alpha1.Cluster) bool { return true }
+	if team.Spec.Clusters != nil {
+		sel, err := metav1.LabelSelectorAsSelector(&team.Spec.Clusters.Selector)
+		if err != nil {
+			return nil, nil, fmt.Errorf("Team %s/%s spec.clusters.selector: %w", team.Namespace, team.Name, err)
+		}
+		allowed = func(cl *clusterv1alpha1.Cluster) bool { return sel.Matches(labels.Set(cl.Labels)) }
+	}
+	for i := range cls.Items {
+		cl := &cls.Items[i]
+		if !cl.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if !slices.ContainsFunc(ts, func(t target) bool { return match.Labels(&t.spec.ClusterSelector, cl.Labels) }) {
+			continue
+		}
+		if allowed(cl) {
+			in = append(in, cl.Name)
+		} else {
+			left = append(left, cl.Name)
+		}
+	}
+	slices.Sort(in)
+	slices.Sort(left)
+	return in, left, nil
+}

@@ -1,0 +1,139 @@
+package targeting
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+func regionIn(regions ...string) policyv1alpha1.LabelSelector {
+	return policyv1alpha1.LabelSelector{MatchExpressions: []policyv1alpha1.LabelSelectorRequirement{{Key: "region", Operator: "In", Values: regions}}}
+}
+
+func tier(t policyv1alpha1.LabelValue) policyv1alpha1.LabelSelector {
+	return policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"tier": t}}
+}
+
+func targetPolicy(ns, name string, spec appsv1alpha1.TargetSpec) *appsv1alpha1.TargetPolicy {
+	return &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+}
+
+func clusterTargetPolicy(name string, spec appsv1alpha1.TargetSpec) *appsv1alpha1.ClusterTargetPolicy {
+	return &appsv1alpha1.ClusterTargetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+}
+
+func TestPlanForWithAProposedTargetPolicy(t *testing.T) {
+	fleet := []client.Object{
+		&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: map[string]string{"region": "us-east"}}},
+		&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "west", Labels: map[string]string{"region": "us-west"}}},
+		&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "europe", Labels: map[string]string{"region": "eu-west"}}},
+		targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east")}),
+	}
+	web := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Labels: map[string]string{"tier": "web"}},
+		Status: appsv1alpha1.ApplicationStatus{Clusters: []string{"east"}, Objects: []appsv1alpha1.ApplicationObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}}
+	api := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", Labels: map[string]string{"tier": "api"}},
+		Status: appsv1alpha1.ApplicationStatus{Objects: []appsv1alpha1.ApplicationObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}}}}
+	usOnly := &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: tenancyv1alpha1.TeamName},
+		Spec: tenancyv1alpha1.TeamSpec{Clusters: &tenancyv1alpha1.TeamClusters{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "us-east"}}}}}
+	divided := &policyv1alpha1.ReplicaScheduling{Type: "Divided"}
+	duplicated := &policyv1alpha1.ReplicaScheduling{Type: "Duplicated"}
+
+	cases := []struct {
+		name     string
+		extra    []client.Object
+		app      *appsv1alpha1.Application
+		proposed client.Object
+
+		reason, kind, policy string
+		clusters, left       []string
+		targets              []string
+		message              []string // parts of the message
+		affinity             *policyv1alpha1.ClusterAffinity
+	}{
+		{name: "as stored", app: web,
+			reason: appsv1alpha1.ReasonPlaced, kind: "PropagationPolicy", policy: "shop/app-web", clusters: []string{"east"}, targets: []string{"shop/web"},
+			message: []string{"placed on 1 clusters by shop/web"}, affinity: &policyv1alpha1.ClusterAffinity{LabelSelector: ptr.To(regionIn("us-east"))}},
+		{name: "the proposed policy replaces the stored one of its name", app: web,
+			proposed: targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east", "us-west")}),
+			reason:   appsv1alpha1.ReasonPlaced, kind: "PropagationPolicy", policy: "shop/app-web", clusters: []string{"east", "west"}, targets: []string{"shop/web"},
+			message: []string{"placed on 2 clusters"}, affinity: &policyv1alpha1.ClusterAffinity{LabelSelector: ptr.To(regionIn("us-east", "us-west"))}},
+		{name: "the Team still bounds the proposal", app: web, extra: []client.Object{usOnly},
+			proposed: targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east", "us-west")}),
+			reason:   appsv1alpha1.ReasonPlaced, kind: "PropagationPolicy", policy: "shop/app-web", clusters: []string{"east"}, left: []string{"west"}, targets: []string{"shop/web"},
+			message: []string{"left out west", "Team shop/team"}, affinity: &policyv1alpha1.ClusterAffinity{LabelSelector: ptr.To(regionIn("us-east", "us-west"))}},
+		{name: "a proposal that no longer selects the application leaves it without target", app: web,
+			proposed: targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("api"), ClusterSelector: regionIn("us-east")}),
+			reason:   appsv1alpha1.ReasonNoTarget, message: []string{"runs nowhere"}},
+		{name: "a proposal of another namespace does not take part", app: web,
+			proposed: targetPolicy("other", "everything", appsv1alpha1.TargetSpec{ClusterSelector: regionIn("eu-west")}),
+			reason:   appsv1alpha1.ReasonPlaced, kind: "PropagationPolicy", policy: "shop/app-web", clusters: []string{"east"}, targets: []string{"shop/web"},
+			message: []string{"placed on 1 clusters"}, affinity: &policyv1alpha1.ClusterAffinity{LabelSelector: ptr.To(regionIn("us-east"))}},
+		{name: "a new policy adds an application no policy selected", app: api,
+			proposed: targetPolicy("shop", "api", appsv1alpha1.TargetSpec{AppSelector: tier("api"), ClusterSelector: regionIn("eu-west")}),
+			reason:   appsv1alpha1.ReasonPlaced, kind: "PropagationPolicy", policy: "shop/app-api", clusters: []string{"europe"}, targets: []string{"shop/api"},
+			message: []string{"placed on 1 clusters by shop/api"}, affinity: &policyv1alpha1.ClusterAffinity{LabelSelector: ptr.To(regionIn("eu-west"))}},
+		{name: "without the proposal that application has no target", app: api,
+			reason: appsv1alpha1.ReasonNoTarget, message: []string{"no TargetPolicy of namespace shop", "runs nowhere"}},
+		{name: "a ClusterTargetPolicy joining makes the placement the platform's", app: web,
+			proposed: clusterTargetPolicy("everywhere-web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("eu-west")}),
+			reason:   appsv1alpha1.ReasonPlaced, kind: "ClusterPropagationPolicy", policy: "app-shop-web", clusters: []string{"east", "europe"}, targets: []string{"shop/web", "everywhere-web"},
+			message: []string{"placed on 2 clusters by shop/web, everywhere-web"}, affinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "europe"}}},
+		{name: "a conflicting proposal moves nothing and names both policies", app: web,
+			extra:    []client.Object{targetPolicy("shop", "spread", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-west"), ReplicaScheduling: divided})},
+			proposed: clusterTargetPolicy("platform", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("eu-west"), ReplicaScheduling: duplicated}),
+			reason:   appsv1alpha1.ReasonTargetConflict, clusters: []string{"east"}, targets: []string{"shop/spread", "shop/web", "platform"},
+			message: []string{"TargetPolicy shop/spread", "ClusterTargetPolicy platform", "spec.replicaScheduling"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(append(fleet, c.extra...)...).Build()
+			p, err := PlanFor(context.Background(), r, c.app, c.proposed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Reason != c.reason || p.Kind != c.kind || strings.TrimPrefix(p.Namespace+"/"+p.Name, "/") != strings.TrimPrefix(c.policy, "/") {
+				t.Errorf("plan %s %s %s/%s, want %s %s %s", p.Reason, p.Kind, p.Namespace, p.Name, c.reason, c.kind, c.policy)
+			}
+			if d := cmp.Diff(c.clusters, p.Clusters); d != "" {
+				t.Errorf("clusters (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(c.left, p.Left); d != "" {
+				t.Errorf("left out (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(c.targets, p.TargetPolicies); d != "" {
+				t.Errorf("target policies (-want +got):\n%s", d)
+			}
+			for _, part := range c.message {
+				if !strings.Contains(p.Message, part) {
+					t.Errorf("message %q does not say %q", p.Message, part)
+				}
+			}
+			if d := cmp.Diff(c.affinity, p.Spec.Placement.ClusterAffinity); d != "" {
+				t.Errorf("cluster affinity (-want +got):\n%s", d)
+			}
+			if p.Placed() && len(p.Spec.ResourceSelectors) != 1 {
+				t.Errorf("resource selectors %+v, want the application's Deployments", p.Spec.ResourceSelectors)
+			}
+		})
+	}
+}
+
+func TestPlanForRefusesOtherKinds(t *testing.T) {
+	r := fake.NewClientBuilder().WithScheme(kube.Scheme).Build()
+	app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	if _, err := PlanFor(context.Background(), r, app, &policyv1alpha1.PropagationPolicy{}); err == nil {
+		t.Error("a PropagationPolicy was taken as a target policy")
+	}
+}
