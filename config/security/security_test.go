@@ -8,18 +8,20 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
-	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 )
 
 // The admission policy must compare every spec field users may not change: a field added to
-// a binding or a release later fails this test until the policy covers it or names it a switch.
+// a release later fails this test until the policy covers it or names it a switch. A binding's
+// spec is frozen whole.
 func TestAdmissionPolicyCoversEverySpecField(t *testing.T) {
 	policy := string(YAML())
+	if !strings.Contains(policy, "object.spec == oldObject.spec") {
+		t.Error("the admission policy no longer freezes a binding's whole spec")
+	}
 	cases := []struct {
 		spec     any
 		switches map[string]bool
 	}{
-		{workv1alpha1.ResourceBindingSpec{}, map[string]bool{"suspend": true, "unmanagedClusters": true}},
 		{rolloutv1alpha1.ReleaseSpec{}, map[string]bool{"paused": true, "abort": true, "promotedWave": true, "promotedStep": true, "promoteFull": true, "retry": true}},
 	}
 	for _, c := range cases {

@@ -544,7 +544,7 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 }
 
 // undoAdoption undoes a staged first release: once it succeeded, its clusters are handed back
-// to unmanaged through the binding's unmanagedClusters, exactly as `unmanage` does (the objects
+// to unmanaged through the template's unmanaged annotation, exactly as `unmanage` does (the objects
 // and their pods keep running, `manage` adopts them again). An adoption in progress is aborted
 // instead, and one aborted or rolled back has handed its clusters back already.
 func undoAdoption(ctx context.Context, out io.Writer, t *releaseTarget) error {
@@ -566,22 +566,20 @@ func undoAdoption(ctx context.Context, out io.Writer, t *releaseTarget) error {
 		if err := t.c.Get(ctx, client.ObjectKeyFromObject(t.binding), b); err != nil {
 			return err
 		}
-		bs := b.BindingSpec()
-		var managed []string
-		for _, c := range bs.Clusters {
-			if !slices.Contains(bs.UnmanagedClusters, c.Name) {
-				managed = append(managed, c.Name)
-			}
-		}
-		if len(managed) == 0 {
-			return fmt.Errorf("every cluster is unmanaged already (%s); nothing to undo", strings.Join(bs.UnmanagedClusters, ", "))
-		}
-		patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 		var err error
-		if msg, err = unmanageClusters(bs, managed); err != nil {
-			return err
-		}
-		return t.c.Patch(ctx, b, patch)
+		msg, err = switchTemplate(ctx, t.c, b, func(bs *workv1alpha1.ResourceBindingSpec) (string, error) {
+			var managed []string
+			for _, c := range bs.Clusters {
+				if !slices.Contains(bs.UnmanagedClusters, c.Name) {
+					managed = append(managed, c.Name)
+				}
+			}
+			if len(managed) == 0 {
+				return "", fmt.Errorf("every cluster is unmanaged already (%s); nothing to undo", strings.Join(bs.UnmanagedClusters, ", "))
+			}
+			return unmanageClusters(bs, managed)
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: handing the adoption back: %w", arg, err)

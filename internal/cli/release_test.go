@@ -309,16 +309,13 @@ func TestUndoOfAnAdoption(t *testing.T) {
 			if out.String() != tt.wantOut {
 				t.Errorf("output %q, want %q", out.String(), tt.wantOut)
 			}
-			got := &workv1alpha1.ResourceBinding{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.wantUnmanaged, got.Spec.UnmanagedClusters); diff != "" {
-				t.Errorf("unmanaged clusters (-want +got):\n%s", diff)
-			}
 			tmpl := &appsv1.Deployment{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, tmpl); err != nil {
 				t.Fatal(err)
+			}
+			// The switch is the template's annotation; the detector copies it to the binding.
+			if _, unmanaged := workv1alpha1.SwitchesFrom(tmpl.Annotations); !cmp.Equal(tt.wantUnmanaged, unmanaged) {
+				t.Errorf("unmanaged clusters %v, want %v", unmanaged, tt.wantUnmanaged)
 			}
 			if tmpl.Spec.Template.Spec.Containers[0].Image != "registry.example/web:1" {
 				t.Errorf("undo changed the template's image to %s", tmpl.Spec.Template.Spec.Containers[0].Image)

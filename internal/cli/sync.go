@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -173,8 +174,9 @@ func unmanageClusters(s *workv1alpha1.ResourceBindingSpec, clusters []string) (s
 	return "handed back to unmanaged in " + strings.Join(clusters, ", "), nil
 }
 
-// switchSync changes the binding with an optimistic lock and retries on conflict: the
-// controllers write the same binding all the time.
+// switchSync changes the switches on the template (its annotations, where users write; the
+// detector copies them into the binding) with an optimistic lock, retrying on conflict. The
+// binding only checks the clusters named: it says where the template is placed.
 func switchSync(ctx context.Context, c client.Client, kind, name, namespace string, clusters []string,
 	apply func(*workv1alpha1.ResourceBindingSpec, []string) (string, error)) (string, error) {
 	var msg string
@@ -183,11 +185,32 @@ func switchSync(ctx context.Context, c client.Client, kind, name, namespace stri
 		if err != nil {
 			return err
 		}
-		patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-		if msg, err = apply(b.BindingSpec(), clusters); err != nil {
-			return err
-		}
-		return c.Patch(ctx, b, patch)
+		msg, err = switchTemplate(ctx, c, b, func(spec *workv1alpha1.ResourceBindingSpec) (string, error) { return apply(spec, clusters) })
+		return err
 	})
 	return msg, err
+}
+
+// switchTemplate applies change to the switches of a binding's template, read from the
+// template's annotations, and writes them back there with an optimistic lock.
+func switchTemplate(ctx context.Context, c client.Client, b workv1alpha1.Binding, change func(*workv1alpha1.ResourceBindingSpec) (string, error)) (string, error) {
+	r := b.BindingSpec().Resource
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetAPIVersion(r.APIVersion)
+	tmpl.SetKind(r.Kind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, tmpl); err != nil {
+		return "", fmt.Errorf("reading template %s %s: %w", r.Kind, r.Name, err)
+	}
+	spec := b.BindingSpec().DeepCopy()
+	spec.Suspend, spec.UnmanagedClusters = workv1alpha1.SwitchesFrom(tmpl.GetAnnotations())
+	msg, err := change(spec)
+	if err != nil {
+		return "", err
+	}
+	patch := client.MergeFromWithOptions(tmpl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	tmpl.SetAnnotations(workv1alpha1.SetSwitches(tmpl.GetAnnotations(), spec.Suspend, spec.UnmanagedClusters))
+	if err := c.Patch(ctx, tmpl, patch); err != nil {
+		return "", err
+	}
+	return msg, nil
 }

@@ -282,6 +282,8 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		Group:              group,
 		DriftCorrection:    driftCorrection(best.spec.DriftCorrection),
 	}
+	// The user's switches, from the template: the detector is their only writer here.
+	spec.Suspend, spec.UnmanagedClusters = workv1alpha1.SwitchesFrom(tmpl.GetAnnotations())
 	binding := workv1alpha1.NewBinding(bindingKey.Namespace, bindingKey.Name)
 	err = d.Client.Get(ctx, bindingKey, binding)
 	switch {
@@ -298,10 +300,9 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	}
 	spec.Clusters = binding.BindingSpec().Clusters   // the scheduler's
 	spec.Revisions = binding.BindingSpec().Revisions // the release controller's
-	// Failover's, and the user's switches (set with the CLI).
+	// Failover's.
 	old := binding.BindingSpec()
 	spec.GracefulEvictionTasks, spec.FailedClusters = old.GracefulEvictionTasks, old.FailedClusters
-	spec.Suspend, spec.UnmanagedClusters = old.Suspend, old.UnmanagedClusters
 	if apiequality.Semantic.DeepEqual(spec, *binding.BindingSpec()) {
 		return reconcile.Result{}, nil
 	}
@@ -349,7 +350,7 @@ func BindingName(kind, name string) string {
 func templateHash(u *unstructured.Unstructured) string {
 	c := u.DeepCopy()
 	delete(c.Object, "status")
-	meta := map[string]any{"labels": c.GetLabels(), "annotations": c.GetAnnotations()}
+	meta := map[string]any{"labels": c.GetLabels(), "annotations": workv1alpha1.WithoutSwitches(c.GetAnnotations())}
 	c.Object["metadata"] = meta
 	data, _ := json.Marshal(c.Object)
 	sum := sha256.Sum256(data)

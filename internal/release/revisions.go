@@ -76,7 +76,7 @@ func snapshot(tmpl *unstructured.Unstructured) ([]byte, error) {
 	c := tmpl.DeepCopy()
 	delete(c.Object, "status")
 	c.Object["metadata"] = map[string]any{"name": tmpl.GetName(), "namespace": tmpl.GetNamespace(),
-		"labels": tmpl.GetLabels(), "annotations": tmpl.GetAnnotations()}
+		"labels": tmpl.GetLabels(), "annotations": workv1alpha1.WithoutSwitches(tmpl.GetAnnotations())}
 	return json.Marshal(c.Object)
 }
 

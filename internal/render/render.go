@@ -54,7 +54,7 @@ func Render(template *unstructured.Unstructured, interp interpret.Interpreter, t
 	}
 	labels[workv1alpha1.ManagedByLabel] = workv1alpha1.ManagedByValue
 	out.SetLabels(labels)
-	annotations := template.GetAnnotations()
+	annotations := workv1alpha1.WithoutSwitches(template.GetAnnotations())
 	for _, a := range controlPlaneAnnotations {
 		delete(annotations, a)
 	}

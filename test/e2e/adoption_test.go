@@ -142,6 +142,8 @@ func TestStagedAdoptionAndHandBack(t *testing.T) {
 	g.Expect(podUIDs(t, ns, "legacy")).To(gomega.Equal(before), "adoption restarted no pod")
 
 	// Suspend west, then scale: east and europe follow, west keeps its 2 and shows suspended.
+	// The switch is the template's annotation: no new revision, nothing of it in a member.
+	latest := bindingNow(ctx, ns, "legacy-deployment").Spec.Revisions.Latest
 	out, err := flotilla("suspend", "deployment/legacy", "-n", ns, "--cluster", "west")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(func() bool {
@@ -152,6 +154,13 @@ func TestStagedAdoptionAndHandBack(t *testing.T) {
 		}
 		return false
 	}).Should(gomega.BeTrue())
+	tmpl := &appsv1.Deployment{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, tmpl)).To(gomega.Succeed())
+	g.Expect(tmpl.Annotations).To(gomega.HaveKeyWithValue(workv1alpha1.SuspendAnnotation, "west"))
+	g.Expect(bindingNow(ctx, ns, "legacy-deployment").Spec.Revisions.Latest).To(gomega.Equal(latest), "a switch is no revision")
+	east := &appsv1.Deployment{}
+	g.Expect(memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, east)).To(gomega.Succeed())
+	g.Expect(east.Annotations).NotTo(gomega.HaveKey(workv1alpha1.SuspendAnnotation))
 	g.Eventually(func() error {
 		d := &appsv1.Deployment{}
 		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, d); err != nil {

@@ -157,6 +157,8 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 	g.Eventually(func() string { return memberImage(t, "west", "team-a", "web") }).Should(gomega.Equal("registry.example/web:2"))
 
 	// Changing what a release does, rather than steering it, is refused: to her and to the admin.
+	// Bindings take no user writes: RBAC refuses her, admission the admin.
+	bindingRefusal := map[client.Client]string{alice: "cannot update resource \"resourcebindings\"", cp: "a binding's spec is Flotilla's alone"}
 	for _, c := range []client.Client{alice, cp} {
 		forbidden(g, withoutConflict(func() error {
 			rel := &rolloutv1alpha1.Release{}
@@ -173,17 +175,27 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 			}
 			b.Spec.Clusters = append(b.Spec.Clusters, workv1alpha1.TargetCluster{Name: "europe", Replicas: 1})
 			return c.Update(ctx, b)
-		}), "a binding's spec is Flotilla's except spec.suspend and spec.unmanagedClusters")
+		}), bindingRefusal[c])
 	}
-	// Suspending is a switch: allowed.
-	g.Eventually(func() error {
+	// Suspending is a switch on her template, not on the binding: the detector copies it.
+	forbidden(g, withoutConflict(func() error {
 		b := &workv1alpha1.ResourceBinding{}
 		if err := alice.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b); err != nil {
 			return err
 		}
 		b.Spec.Suspend = &workv1alpha1.Suspension{Dispatching: true}
-		return alice.Update(ctx, b)
+		return cp.Update(ctx, b)
+	}), "switch the template instead")
+	g.Eventually(func() error {
+		cur := &appsv1.Deployment{}
+		if err := alice.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+			return err
+		}
+		cur.Annotations = workv1alpha1.SetSwitches(cur.Annotations, &workv1alpha1.Suspension{Dispatching: true}, nil)
+		return alice.Update(ctx, cur)
 	}).Should(gomega.Succeed())
+	g.Eventually(func() *workv1alpha1.Suspension { return bindingNow(ctx, "team-a", "web-deployment").Spec.Suspend }).
+		Should(gomega.Equal(&workv1alpha1.Suspension{Dispatching: true}))
 
 	// A hand-written binding that would copy team-b's Secret into a member, a hand-written
 	// Release and AnalysisRun, a status, and a revision are refused, even to the admin.
@@ -320,7 +332,7 @@ func TestTenantCannotPassThePlatformsGates(t *testing.T) {
 		}
 		b.Spec.Suspend = &workv1alpha1.Suspension{Dispatching: true}
 		return carol.Update(ctx, b)
-	}), "only those who may update ClusterPropagationPolicies use its switches")
+	}), "cannot update resource \"resourcebindings\"")
 	g.Consistently(func() string { return memberImage(t, "west", "team-c", "web") }).WithTimeout(2 * time.Second).Should(gomega.Equal("registry.example/web:1"))
 	g.Eventually(func() error { return promote(cp) }).Should(gomega.Succeed())
 	g.Eventually(func() string { return memberImage(t, "west", "team-c", "web") }).Should(gomega.Equal("registry.example/web:2"))

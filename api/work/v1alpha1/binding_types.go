@@ -163,8 +163,17 @@ type TargetCluster struct {
 	Replicas int32 `json:"replicas,omitempty"`
 }
 
-// ResourceBindingSpec is written by the detector (resource, policy, replicas) and the scheduler
-// (clusters).
+// ResourceBindingSpec is derived; users never write it (admission refuses them). Its writers,
+// one per field:
+//   - the detector: resource, policyRef, replicas, templateHash, templateGeneration,
+//     deletionPolicy, conflictResolution, propagateDeps, group, driftCorrection (from the
+//     policy), and suspend and unmanagedClusters (from the template's switch annotations);
+//   - the scheduler: clusters;
+//   - the release controller: revisions;
+//   - failover: failedClusters (the binding controller's application failover);
+//     gracefulEvictionTasks is the one field with two writers (the scheduler opens a task when
+//     it moves a cluster's replicas away, the binding controller's failover opens them for
+//     application failover and closes them all), serialized by optimistic locking.
 type ResourceBindingSpec struct {
 	// resource is the template this binding places.
 	// +required
@@ -243,13 +252,15 @@ type ResourceBindingSpec struct {
 	FailedClusters []FailedCluster `json:"failedClusters,omitempty"`
 
 	// suspend stops Flotilla's writes to members without deleting anything: every cluster
-	// when dispatching is true, else the listed clusters. Status is still reported.
+	// when dispatching is true, else the listed clusters. Status is still reported. Copied by
+	// the detector from the template's work.flotilla.dev/suspend annotation (the user's switch).
 	// +optional
 	Suspend *Suspension `json:"suspend,omitempty"`
 
 	// unmanagedClusters lists clusters whose object was handed back to unmanaged: Flotilla's
 	// labels, annotations and field manager are removed there and the object and its pods are
-	// left running; Flotilla no longer writes to it.
+	// left running; Flotilla no longer writes to it. Copied by the detector from the
+	// template's work.flotilla.dev/unmanaged annotation (the user's switch).
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1000
