@@ -96,6 +96,8 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		status.Phase, status.Message = RunPhase(run.Spec, status.MetricResults)
 	}
 
+	status.ObservedGeneration = run.Generation
+	Summarize(status, run.Generation)
 	if !apiequality.Semantic.DeepEqual(status, &run.Status) {
 		// The lock turns a write from a stale read into a conflict instead of dropping the
 		// measurements another reconcile recorded.

@@ -887,6 +887,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "InSync",
 			Message: "the member objects match the manifests", ObservedGeneration: b.GetGeneration()})
 	}
+	summarize(status, len(bs.Clusters) > 0, b.GetGeneration())
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
 		if err := writeStatus(ctx, c.Client, b, status); err != nil {
 			return err

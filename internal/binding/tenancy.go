@@ -31,8 +31,8 @@ import (
 // bindings at all; these checks hold even if it is missing or bypassed.
 
 // conditionStalled on a binding says it is refused (it names a template or policy it may not
-// use); removed once the binding is rendered again.
-const conditionStalled = "Stalled"
+// use), or a customization fails; see summarize.
+const conditionStalled = workv1alpha1.ConditionStalled
 
 const (
 	kindPropagationPolicy        = "PropagationPolicy"
@@ -127,6 +127,8 @@ func (c *Controller) refuse(ctx context.Context, b workv1alpha1.Binding, msg str
 	newReason := old == nil || old.Status != metav1.ConditionTrue || old.Message != msg
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: conditionStalled, Status: metav1.ConditionTrue, Reason: "Refused", Message: msg, ObservedGeneration: gen})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: "Refused", Message: msg, ObservedGeneration: gen})
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: workv1alpha1.ReasonRefused, Message: msg, ObservedGeneration: gen})
+	meta.RemoveStatusCondition(&status.Conditions, workv1alpha1.ConditionReconciling)
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
 		if err := writeStatus(ctx, c.Client, b, status); err != nil {
 			return ctrl.Result{}, err

@@ -295,6 +295,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	} else if after > 0 {
 		result.RequeueAfter = after
 	}
+	summarize(status, w.Generation)
 	if apiequality.Semantic.DeepEqual(status, &w.Status) {
 		e.dirtySince.Delete(req.NamespacedName)
 		return result, nil

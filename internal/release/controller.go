@@ -160,6 +160,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		rel.Status.Phase, rel.Status.Message = rolloutv1alpha1.ReleaseSuperseded, "the policy no longer has a rollout; every cluster takes the template as it is"
 		rel.Status.CompletedAt = &metav1.Time{Time: c.Now()}
 		rel.Status.Wave = WaveSummary(rel, &rel.Status)
+		Summarize(&rel.Status, rel.Generation)
 		return ctrl.Result{}, c.Client.Status().Patch(ctx, rel, patch)
 	}
 	if b.BindingSpec().Revisions.Latest < rel.Spec.Revision {
@@ -186,6 +187,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s.status.ObservedGeneration = rel.Generation
 	s.status.Wave = WaveSummary(rel, s.status)
+	Summarize(s.status, rel.Generation)
 	if !apiequality.Semantic.DeepEqual(s.status, &rel.Status) {
 		before := rel.Status.Phase
 		// Optimistic lock: a reconcile from a stale cached Release must not undo a newer status.

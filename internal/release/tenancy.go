@@ -49,6 +49,7 @@ func (c *Controller) refuseForeign(ctx context.Context, rel *rolloutv1alpha1.Rel
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "ForeignTarget",
 		Message: msg, ObservedGeneration: rel.Generation})
 	status.Message = "refused: " + msg
+	Summarize(status, rel.Generation)
 	if apiequality.Semantic.DeepEqual(status, &rel.Status) {
 		return nil
 	}

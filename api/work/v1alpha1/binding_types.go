@@ -679,7 +679,7 @@ const DeletionRelease = "Release"
 
 // WorkStatus is what the executor observed in the member.
 type WorkStatus struct {
-	// conditions: Applied, Interpreted, Drifted.
+	// conditions: Applied, Interpreted, Drifted, and the kstatus summary Ready, Reconciling, Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
