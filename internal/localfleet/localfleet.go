@@ -794,7 +794,15 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 	}
 	done := f.out.step(managerComponent)
 	err := waitFor(ctx, 120*time.Second, p, func(ctx context.Context) error {
-		return httpOK(ctx, http.DefaultClient, "http://"+f.ManagerHealthAddress()+"/readyz")
+		if err := httpOK(ctx, http.DefaultClient, "http://"+f.ManagerHealthAddress()+"/readyz"); err != nil {
+			return err
+		}
+		// The inventory API (and the audit webhook it takes) listens a moment after readyz.
+		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory))
+		if err != nil {
+			return fmt.Errorf("the inventory API does not listen yet: %w", err)
+		}
+		return conn.Close()
 	})
 	done(err)
 	return err

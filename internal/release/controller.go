@@ -365,100 +365,74 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	if wave.Spec != nil && wave.Spec.MaxUnavailable != nil && !rel.Spec.PromoteFull {
 		batch = int(*wave.Spec.MaxUnavailable)
 	}
+	st := waveState{Name: wave.Name, Revision: rel.Spec.Revision, Clusters: wave.Clusters, Pinned: map[string]int64{},
+		Reported: clusterStatus, Batch: batch, Fresh: s.statusFresh, Now: s.now, StartedAt: ws.StartedAt.Time,
+		ProgressSince: microTime(ws.ProgressSince), HealthyAt: microTime(ws.HealthyAt), Deadline: defaultProgressDeadline}
+	for _, cl := range wave.Clusters {
+		st.Pinned[cl] = s.pinnedTo(cl)
+	}
+	if d, set, _ := policyv1alpha1.ParseDuration("", rel.Spec.Strategy.ProgressDeadline); set { // validated in step
+		st.Deadline = d
+	}
+	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
+	if wave.Spec != nil && !promoted {
+		g := wave.Spec.Gates
+		st.Gated, st.Analysis, st.Approval = true, g.Analysis != nil, g.ManualApproval
+		st.Bake, _, _ = policyv1alpha1.ParseDuration("", g.BakeTime)
+	}
 	previous := slices.Clone(ws.Clusters)
-	ws.Clusters = ws.Clusters[:0]
 	defer func() { markLeft(ctx, c.Client, s.binding, ws, previous, placedNames(s.binding)) }()
-	inFlight, healthy := 0, 0
-	var degraded []string
-	for _, cl := range wave.Clusters {
-		cs := clusterStatus[cl]
-		running := cs.Applied && cs.Revision == rel.Spec.Revision
-		switch {
-		case running && cs.Health == workv1alpha1.HealthHealthy:
-			healthy++
-		case running && cs.Health == workv1alpha1.HealthDegraded:
-			degraded = append(degraded, cl)
-		}
-		if s.pinnedTo(cl) == rel.Spec.Revision && !(running && cs.Health == workv1alpha1.HealthHealthy) {
-			inFlight++
-		}
+	v := judgeWave(st)
+	for _, cl := range v.Pin {
+		s.pin(cl, rel.Spec.Revision)
+		s.markUpdated(cl)
 	}
-	for _, cl := range wave.Clusters {
-		if s.pinnedTo(cl) != rel.Spec.Revision && inFlight < batch {
-			s.pin(cl, rel.Spec.Revision)
-			s.markUpdated(cl)
-			inFlight++
-			ws.ProgressSince = &metav1.MicroTime{Time: s.now} // each batch gets the whole deadline
-		}
-		cs := clusterStatus[cl]
-		cr := rolloutv1alpha1.ClusterRelease{Name: cl, Phase: rolloutv1alpha1.ClusterPending}
-		switch running := cs.Applied && cs.Revision == rel.Spec.Revision; {
-		case s.pinnedTo(cl) != rel.Spec.Revision:
-			cr.Message = "waits for a free slot (maxUnavailable)"
-		case running && cs.Health == workv1alpha1.HealthHealthy:
-			cr.Phase = rolloutv1alpha1.ClusterHealthy
-		case running && cs.Health == workv1alpha1.HealthDegraded:
-			cr.Phase, cr.Message = rolloutv1alpha1.ClusterDegraded, orText(cs.Message, "the workload is Degraded")
-		default:
-			cr.Phase = rolloutv1alpha1.ClusterUpdating
-			cr.Message = fmt.Sprintf("waiting for revision %d to run healthy (now: revision %d, %s)", rel.Spec.Revision, cs.Revision, orText(string(cs.Health), "no status yet"))
-		}
-		ws.Clusters = append(ws.Clusters, cr)
+	if v.ProgressSince != nil {
+		ws.ProgressSince = &metav1.MicroTime{Time: *v.ProgressSince}
 	}
-	if !s.statusFresh {
+	ws.Clusters = v.Clusters
+	switch {
+	case !v.Judged:
 		return false, nil // the binding's next status brings this wave back
-	}
-	if len(degraded) > 0 {
-		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
-	}
-	if healthy < len(wave.Clusters) {
-		ws.Phase, ws.HealthyAt = rolloutv1alpha1.WaveUpdating, nil
-		ws.Message = fmt.Sprintf("%d of %d clusters run revision %d healthy", healthy, len(wave.Clusters), rel.Spec.Revision)
-		deadline := defaultProgressDeadline
-		if d, set, _ := policyv1alpha1.ParseDuration("", rel.Spec.Strategy.ProgressDeadline); set { // validated in step
-			deadline = d
-		}
-		since := ws.StartedAt.Time
-		if ws.ProgressSince != nil {
-			since = ws.ProgressSince.Time
-		}
-		if left := deadline - s.now.Sub(since); left <= 0 {
-			return false, c.failed(ctx, s, fmt.Sprintf("wave %s: not healthy within the progress deadline %s", wave.Name, deadline))
-		} else {
-			s.after(left)
-		}
+	case v.Fail != "" && !v.Healthy && v.Phase != "":
+		ws.Phase, ws.HealthyAt, ws.Message = v.Phase, nil, v.Message
+		return false, c.failed(ctx, s, v.Fail)
+	case v.Fail != "":
+		return false, c.failed(ctx, s, v.Fail)
+	case !v.Healthy:
+		ws.Phase, ws.HealthyAt, ws.Message = v.Phase, nil, v.Message
+		s.after(v.After)
 		return false, nil
 	}
 	if s.dropCanaries(wave.Clusters) {
 		// The primaries run the revision healthy at their full share: the canaries go now.
 		ws.Message = "primaries healthy; removing the canaries"
 	}
-	if ws.HealthyAt == nil {
-		ws.HealthyAt = &metav1.MicroTime{Time: s.now}
+	ws.HealthyAt = &metav1.MicroTime{Time: *v.HealthyAt}
+	if v.NeedAnalysis {
+		if passed, err := c.waveAnalysis(ctx, s, ws, wave.Spec.Gates.Analysis, wave, wave.Name, "wave "+wave.Name, "healthy; "); !passed || err != nil {
+			return false, err
+		}
+		st.AnalysisPassed = true
+		v = judgeWave(st)
 	}
-	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
-	if wave.Spec != nil && !promoted {
-		g := wave.Spec.Gates
-		if bake, set, _ := policyv1alpha1.ParseDuration("", g.BakeTime); set {
-			if left := bake - s.now.Sub(ws.HealthyAt.Time); left > 0 {
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("healthy; baking for %s more", left.Round(time.Second))
-				s.after(left)
-				return false, nil
-			}
-		}
-		if g.Analysis != nil {
-			if passed, err := c.waveAnalysis(ctx, s, ws, g.Analysis, wave, wave.Name, "wave "+wave.Name, "healthy; "); !passed || err != nil {
-				return false, err
-			}
-		}
-		if g.ManualApproval {
-			ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, "healthy; waiting for `flotilla release promote`"
-			return false, nil
-		}
+	if v.Phase != "" {
+		ws.Phase, ws.Message = v.Phase, v.Message
 	}
-	ws.Phase, ws.Message = rolloutv1alpha1.WaveSucceeded, fmt.Sprintf("revision %d runs healthy in all %d", rel.Spec.Revision, len(wave.Clusters))
+	s.after(v.After)
+	if !v.Done {
+		return false, nil
+	}
 	ws.CompletedAt = &metav1.MicroTime{Time: s.now}
 	return true, nil
+}
+
+// microTime is t as a time, nil for nil.
+func microTime(t *metav1.MicroTime) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return &t.Time
 }
 
 // failed rolls back when the strategy says so; otherwise the release holds, Failed wave shown.

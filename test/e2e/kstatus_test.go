@@ -53,8 +53,13 @@ func TestKstatusReadsReleasesAndBindings(t *testing.T) {
 	web := webDeployment(ns, 2)
 	createAll(t, g, policy, web)
 	binding := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-deployment"}}
-	g.Eventually(func() status.Status { return kstatusOf(t, binding) }).Should(gomega.Equal(status.CurrentStatus))
-	g.Expect(readyIn(binding.Status.Conditions)).To(gomega.Equal(metav1.ConditionTrue))
+	// kubectl wait --for=condition=Ready, then kstatus: a binding reads Current from no status
+	// at all too, in the moment before its first status write.
+	g.Eventually(func() metav1.ConditionStatus {
+		_ = cp.Get(context.Background(), client.ObjectKeyFromObject(binding), binding)
+		return readyIn(binding.Status.Conditions)
+	}).Should(gomega.Equal(metav1.ConditionTrue))
+	g.Expect(kstatusOf(t, binding)).To(gomega.Equal(status.CurrentStatus))
 
 	setImage(t, g, web, "registry.example/web:2")
 	r2 := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-deployment-r2"}}

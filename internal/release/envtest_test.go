@@ -1,0 +1,170 @@
+package release
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+)
+
+// The detector, the recorder and the release controller against a real API server, with the members
+// played by a loop that reports every cluster running, healthy, the revision it is pinned
+// to (what the binding controller reports once the executor applied it): a template change
+// becomes revision 2 and its Release, which pins east first and west only after east ran it
+// healthy, then makes 2 the stable revision, Ready under kstatus.
+func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
+	ctx := context.Background()
+	cfg, c := testenv.Start(t)
+	testenv.Manager(t, cfg, func(mgr ctrl.Manager) error {
+		// The detector carries the template's change to the binding, as in production.
+		if err := (&detector.Detector{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := (&Recorder{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+	})
+	for _, ns := range []string{"shop", kube.SystemNamespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"east", "west"} {
+		cl := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: clusterv1alpha1.ClusterSpec{Endpoint: "https://" + name + ".example:6443", SyncMode: clusterv1alpha1.SyncModePush,
+				CredentialsSecretRef: clusterv1alpha1.SecretReference{Namespace: kube.SystemNamespace, Name: name}}}
+		if err := c.Create(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labels := map[string]string{"app": "web"}
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}}}
+	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		}}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
+		Spec: workv1alpha1.ResourceBindingSpec{Replicas: 2,
+			Resource:  workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"},
+			Clusters:  []workv1alpha1.TargetCluster{{Name: "east", Replicas: 1}, {Name: "west", Replicas: 1}}}}
+	for _, o := range []client.Object{web, policy, b} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The members: every 100ms each cluster reports running its pinned revision, healthy.
+	var mu sync.Mutex
+	var seen [][2]int64 // (east, west) revisions as pinned, in order
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			cur := &workv1alpha1.ResourceBinding{}
+			if c.Get(ctx, client.ObjectKeyFromObject(b), cur) != nil || cur.Spec.Revisions == nil {
+				continue
+			}
+			revs := cur.Spec.Revisions
+			mu.Lock()
+			if p := [2]int64{revs.RevisionFor("east"), revs.RevisionFor("west")}; len(seen) == 0 || seen[len(seen)-1] != p {
+				seen = append(seen, p)
+			}
+			mu.Unlock()
+			cur.Status.ObservedGeneration = cur.Generation
+			cur.Status.Clusters = nil
+			for _, tc := range cur.Spec.Clusters {
+				cur.Status.Clusters = append(cur.Status.Clusters, workv1alpha1.ClusterStatus{Cluster: tc.Name, Applied: true,
+					Revision: revs.RevisionFor(tc.Name), Health: workv1alpha1.HealthHealthy})
+			}
+			_ = c.Status().Update(ctx, cur)
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+
+	revisions := func() *workv1alpha1.Revisions {
+		cur := &workv1alpha1.ResourceBinding{}
+		if c.Get(ctx, client.ObjectKeyFromObject(b), cur) != nil {
+			return nil
+		}
+		return cur.Spec.Revisions
+	}
+	eventually(t, "revision 1 recorded as stable", func() bool { r := revisions(); return r != nil && r.Latest == 1 && r.Stable == 1 })
+
+	cur := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Template.Spec.Containers[0].Image = "registry.example/web:2"
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	rel := &rolloutv1alpha1.Release{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("release status %+v\nrevisions %+v\npins seen %v", rel.Status, revisions(), seen)
+			mu.Unlock()
+		}
+	})
+	eventually(t, "release r2 succeeded", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && rel.Status.Phase == rolloutv1alpha1.ReleaseSucceeded
+	})
+	if r := revisions(); r.Stable != 2 || r.Latest != 2 || len(r.Pins) != 0 {
+		t.Errorf("revisions after the release: %+v, want stable 2, no pins", r)
+	}
+	if !meta.IsStatusConditionTrue(rel.Status.Conditions, rolloutv1alpha1.ConditionReady) {
+		t.Errorf("release conditions %+v: want Ready", rel.Status.Conditions)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	eastFirst := false
+	for _, p := range seen {
+		if p == [2]int64{1, 2} {
+			t.Fatalf("west ran revision 2 before east: %v", seen)
+		}
+		eastFirst = eastFirst || p == [2]int64{2, 1}
+	}
+	if !eastFirst {
+		t.Errorf("pins seen %v: east never ran revision 2 alone first", seen)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
