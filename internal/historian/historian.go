@@ -67,6 +67,8 @@ const (
 	CauseRemoval     = "removal"
 	CauseAdoption    = "adoption"
 	CauseAppFailover = "application-failover"
+	CauseUnmanage    = "unmanage"
+	CauseManage      = "manage"
 )
 
 // Historian records binding changes.
@@ -111,6 +113,7 @@ const maxUnnamed = 100_000
 type seen struct {
 	from, to int64
 	outcome  string
+	cause    string
 }
 
 // SetupWithManager registers one controller per binding kind.
@@ -185,21 +188,25 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		}
 		rec := h.record(b, cs.Cluster, from, cs.Revision, outcome, now)
 		rec.Message = cs.Message
-		rec.Cause, rec.CauseDetail = ctxInfo.cause(cs.Cluster, from, cs.Revision, had)
+		rec.Cause, rec.CauseDetail = ctxInfo.cause(cs.Cluster, from, cs.Revision, had, prev)
 		rec.Images, rec.Commit, rec.Actor = ctxInfo.content(cs.Revision)
 		rec.Actor, waiting = h.name(ctxInfo, &rec, cs.Cluster, from, cs.Revision, now, waiting)
 		recs = append(recs, rec)
-		next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome}
+		next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome, cause: rec.Cause}
 	}
 	for cluster, prev := range last {
-		if _, still := next[cluster]; still || prev.outcome == OutcomeRemoved {
+		if _, still := next[cluster]; still {
+			continue
+		}
+		if prev.outcome == OutcomeRemoved {
+			next[cluster] = prev // remembered: a later return says how it left (unmanage: manage)
 			continue
 		}
 		rec := h.record(b, cluster, prev.to, 0, OutcomeRemoved, now)
 		rec.Cause, rec.CauseDetail = ctxInfo.removalCause(cluster)
 		rec.Actor, waiting = h.name(ctxInfo, &rec, cluster, prev.to, 0, now, waiting)
 		recs = append(recs, rec)
-		next[cluster] = seen{from: prev.to, outcome: OutcomeRemoved}
+		next[cluster] = seen{from: prev.to, outcome: OutcomeRemoved, cause: rec.Cause}
 	}
 	if len(recs) > 0 {
 		if t := ctxInfo.template(); t != nil {
@@ -276,7 +283,7 @@ func (h *Historian) lastOf(ctx context.Context, key string, r workv1alpha1.Objec
 	last = map[string]seen{}
 	for _, rec := range latest {
 		if rec.Group == gv.Group {
-			last[rec.Cluster] = seen{from: rec.FromRevision, to: rec.ToRevision, outcome: rec.Outcome}
+			last[rec.Cluster] = seen{from: rec.FromRevision, to: rec.ToRevision, outcome: rec.Outcome, cause: rec.Cause}
 		}
 	}
 	return last, nil
@@ -355,8 +362,9 @@ func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {
 	return l.releases
 }
 
-// cause explains a change of a cluster from one revision to another.
-func (l *lazyContext) cause(cluster string, from, to int64, had bool) (string, string) {
+// cause explains a change of a cluster from one revision to another; prev is the cluster's
+// last record (had: there is one).
+func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen) (string, string) {
 	spec := l.b.BindingSpec()
 	rels := l.releasesOf()
 	if from > 0 && to < from {
@@ -368,27 +376,48 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool) (string, s
 		return CauseRollback, fmt.Sprintf("back to revision %d", to)
 	}
 	if !had || from == 0 {
+		if (had && prev.outcome == OutcomeRemoved && prev.cause == CauseUnmanage) || (prev.cause == CauseManage && prev.to == to) {
+			return CauseManage, "taken back under Flotilla (manage): adopted in place"
+		}
+		if r := l.releaseOf(to); r != nil && r.Spec.StableRevision == 0 {
+			return CauseAdoption, "adopted by " + l.waveOf(r, cluster)
+		}
 		if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster != cluster }) {
 			return CauseFailover, "replaces " + evictedClusters(spec) + " (failover)"
 		}
 		return CausePlacement, fmt.Sprintf("placed by %s %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef))
 	}
-	for _, r := range rels {
-		if r.Spec.Revision != to {
-			continue
-		}
-		for i, w := range r.Status.Waves {
-			if slices.ContainsFunc(w.Clusters, func(c rolloutv1alpha1.ClusterRelease) bool { return c.Name == cluster }) {
-				return CauseRelease, fmt.Sprintf("release %s wave %d/%d (%s)", r.Name, i+1, len(r.Status.Waves), w.Name)
-			}
-		}
-		return CauseRelease, "release " + r.Name
+	if r := l.releaseOf(to); r != nil {
+		return CauseRelease, l.waveOf(r, cluster)
 	}
 	return CauseApply, fmt.Sprintf("revision %d", to)
 }
 
+// releaseOf is the release of revision rev, nil when there is none.
+func (l *lazyContext) releaseOf(rev int64) *rolloutv1alpha1.Release {
+	for _, r := range l.releasesOf() {
+		if r.Spec.Revision == rev {
+			return &r
+		}
+	}
+	return nil
+}
+
+// waveOf names a release and the wave that holds cluster.
+func (l *lazyContext) waveOf(r *rolloutv1alpha1.Release, cluster string) string {
+	for i, w := range r.Status.Waves {
+		if slices.ContainsFunc(w.Clusters, func(c rolloutv1alpha1.ClusterRelease) bool { return c.Name == cluster }) {
+			return fmt.Sprintf("release %s wave %d/%d (%s)", r.Name, i+1, len(r.Status.Waves), w.Name)
+		}
+	}
+	return "release " + r.Name
+}
+
 func (l *lazyContext) removalCause(cluster string) (string, string) {
 	spec := l.b.BindingSpec()
+	if slices.Contains(spec.UnmanagedClusters, cluster) {
+		return CauseUnmanage, "handed back to unmanaged (unmanage): the objects and their pods keep running"
+	}
 	if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster == cluster }) {
 		return CauseFailover, "evicted from " + cluster + " (failover)"
 	}
@@ -543,7 +572,12 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 					notAfter: now, otherwise: ActorAutomaticRollback}
 			}
 		}
-	case CauseRelease, CauseApply:
+	case CauseUnmanage, CauseManage:
+		// The switch is the template's annotation: its writer.
+		if ref, ok := l.templateRef(); ok {
+			return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: now}
+		}
+	case CauseRelease, CauseApply, CauseAdoption:
 		at, ok := l.recorded[to]
 		ref, known := l.templateRef()
 		if !ok || !known {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/url"
 	"sort"
 	"testing"
 	"time"
@@ -200,6 +201,15 @@ func TestStagedAdoptionAndHandBack(t *testing.T) {
 	out, err = flotilla("unmanage", "deployment/legacy", "-n", ns, "--cluster", "east")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(func() []string { return managedIn(t, ns, "legacy") }).Should(gomega.BeEmpty())
+	// History tells the adoption, the hand-back and the take-back, per cluster.
+	admin := inventoryAs(t, "")
+	g.Eventually(func() []string {
+		var causes []string
+		for _, it := range historyOf(t, admin, url.Values{"team": {ns}, "cluster": {"east"}}) {
+			causes = append([]string{it.Cause + " " + it.Outcome}, causes...) // oldest first
+		}
+		return causes
+	}).Should(gomega.ContainElements("adoption healthy", "unmanage removed", "manage healthy"))
 	g.Expect(cp.Delete(ctx, legacy())).To(gomega.Succeed())
 	g.Consistently(func() map[string][]string { return podUIDs(t, ns, "legacy") }).WithTimeout(5 * time.Second).Should(gomega.Equal(running))
 	for _, m := range members {
