@@ -1,7 +1,9 @@
 // Package binding turns a scheduled ResourceBinding or ClusterResourceBinding into Works, one
 // per target cluster in that cluster's execution namespace, and turns the Works' observed
 // statuses back into the binding's status and the template's own status (through the
-// interpreter), so tools that read the template see one big cluster.
+// interpreter), so tools that read the template see one big cluster. Failover (graceful
+// evictions, application failover) is a controller of its own here, Failover, the writer of
+// the binding's gracefulEvictionTasks (besides the scheduler opening them) and failedClusters.
 //
 // It owns Works' spec and the binding's status; it never talks to members (the executor
 // does) and never chooses clusters (the scheduler does). A Work is rewritten only when its
@@ -35,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,6 +128,8 @@ type Controller struct {
 	// PodSecurityExemptNamespaces are the control-plane namespaces whose templates are the
 	// platform's and are not checked (none by default).
 	PodSecurityExemptNamespaces []string
+	// Clock stamps when a cluster turned Degraded; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the controller.
@@ -446,11 +451,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := c.aggregate(ctx, b, tmpl, in, ro, existing, renderErrors, interpretErrors); err != nil {
 		return ctrl.Result{}, err
 	}
-	after, err := c.failover(ctx, b, existing, tmpl.GetGeneration())
-	if terminating && (after == 0 || after > 2*time.Second) {
-		after = 2 * time.Second
+	if terminating {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	return ctrl.Result{RequeueAfter: after}, err
+	return ctrl.Result{}, nil
 }
 
 // handBack deletes a Work so that the executor strips Flotilla's marks from its member

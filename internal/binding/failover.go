@@ -10,7 +10,14 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
@@ -38,15 +45,96 @@ func (c *Controller) clusterState(ctx context.Context, b workv1alpha1.Binding, c
 		}
 	}
 	now := metav1.NewMicroTime(time.Now())
+	if c.Clock != nil {
+		now = metav1.NewMicroTime(c.Clock.Now())
+	}
 	cs.DegradedSince = &now
+}
+
+// Failover is the binding controller's third seam, a controller of its own: it finishes
+// graceful evictions whose replacements are available or whose grace period passed, and moves
+// a workload off clusters where it stayed Degraded past the policy's toleration (application
+// failover). It writes only the binding's spec.gracefulEvictionTasks (which the scheduler
+// opens for cluster failover) and spec.failedClusters, and events; it reads the binding's
+// status (written by the binding controller), the Works and the Clusters.
+type Failover struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Clock tells the time of tolerations and grace periods; the real clock when nil.
+	Clock clock.PassiveClock
+}
+
+// SetupWithManager registers the failover controller: a binding's status (its clusters'
+// health), its Works' and a cluster's readiness bring it back.
+func (c *Failover) SetupWithManager(mgr ctrl.Manager) error {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("binding-failover").
+		For(&workv1alpha1.ResourceBinding{}).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
+		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(releasedStatusSettle)).
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.evicting), builder.WithPredicates(readinessChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(c)
+}
+
+// evicting maps a cluster to the bindings with an eviction task on it.
+func (c *Failover) evicting(ctx context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	list := &workv1alpha1.ResourceBindingList{}
+	if err := c.Client.List(ctx, list); err == nil {
+		for i := range list.Items {
+			if _, ok := list.Items[i].Spec.EvictionFor(o.GetName()); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+	}
+	clusterList := &workv1alpha1.ClusterResourceBindingList{}
+	if err := c.Client.List(ctx, clusterList); err == nil {
+		for i := range clusterList.Items {
+			if _, ok := clusterList.Items[i].Spec.EvictionFor(o.GetName()); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&clusterList.Items[i])})
+			}
+		}
+	}
+	return reqs
+}
+
+// Reconcile runs one failover pass on a binding.
+func (c *Failover) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := workv1alpha1.NewBinding(req.Namespace, req.Name)
+	if err := c.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	list := &workv1alpha1.WorkList{}
+	if err := c.Client.List(ctx, list, client.MatchingLabels{
+		workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(),
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	works := map[string]*workv1alpha1.Work{}
+	for i := range list.Items {
+		if w := &list.Items[i]; w.DeletionTimestamp.IsZero() {
+			works[w.Labels[workv1alpha1.ClusterLabel]] = w
+		}
+	}
+	after, err := c.failover(ctx, b, works, b.BindingSpec().TemplateGeneration)
+	return ctrl.Result{RequeueAfter: after}, err
 }
 
 // failover finishes graceful evictions whose replacements are available or whose grace
 // period passed, and moves the workload off clusters where it stayed Degraded past the
 // policy's toleration. It returns when to look again.
-func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding, works map[string]*workv1alpha1.Work, templateGeneration int64) (time.Duration, error) {
+func (c *Failover) failover(ctx context.Context, b workv1alpha1.Binding, works map[string]*workv1alpha1.Work, templateGeneration int64) (time.Duration, error) {
 	bs := b.BindingSpec()
-	now := time.Now()
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	now := c.Clock.Now()
 	var after time.Duration
 	// Events go out only once the change they report is written: a conflict retries the
 	// whole decision, and must not repeat them.
@@ -182,7 +270,7 @@ func (c *Controller) failover(ctx context.Context, b workv1alpha1.Binding, works
 }
 
 // clusterBack reports a cluster that is Ready and no longer tainted unreachable.
-func (c *Controller) clusterBack(ctx context.Context, name string) bool {
+func (c *Failover) clusterBack(ctx context.Context, name string) bool {
 	cl := &clusterv1alpha1.Cluster{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
 		return false
@@ -200,7 +288,7 @@ func excluded(failed []workv1alpha1.FailedCluster, cluster string) bool {
 }
 
 // applicationFailover reads the binding's policy's application failover settings.
-func (c *Controller) applicationFailover(ctx context.Context, bs *workv1alpha1.ResourceBindingSpec) *policyv1alpha1.ApplicationFailoverBehavior {
+func (c *Failover) applicationFailover(ctx context.Context, bs *workv1alpha1.ResourceBindingSpec) *policyv1alpha1.ApplicationFailoverBehavior {
 	var spec *policyv1alpha1.PropagationSpec
 	if bs.PolicyRef.Kind == "ClusterPropagationPolicy" {
 		p := &policyv1alpha1.ClusterPropagationPolicy{}
@@ -221,7 +309,7 @@ func (c *Controller) applicationFailover(ctx context.Context, bs *workv1alpha1.R
 	return spec.Failover.Application
 }
 
-func (c *Controller) event(b workv1alpha1.Binding, kind, reason, format string, args ...any) {
+func (c *Failover) event(b workv1alpha1.Binding, kind, reason, format string, args ...any) {
 	if c.Recorder != nil {
 		c.Recorder.Eventf(b, nil, kind, reason, "Failover", format, args...)
 	}

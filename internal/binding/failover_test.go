@@ -43,12 +43,13 @@ func microAgo(d time.Duration) metav1.MicroTime { return metav1.NewMicroTime(tim
 func near(got, want time.Duration) bool { return got > want-slack && got <= want+slack }
 
 type harness struct {
-	t        *testing.T
-	client   client.Client
-	ctrl     *Controller
-	recorder *events.FakeRecorder
-	patches  int
-	patchErr error
+	t         *testing.T
+	client    client.Client
+	ctrl      *Controller
+	failovers *Failover
+	recorder  *events.FakeRecorder
+	patches   int
+	patchErr  error
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
@@ -72,6 +73,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		},
 	}).Build()
 	h.ctrl = &Controller{Client: h.client, Recorder: h.recorder}
+	h.failovers = &Failover{Client: h.client, Recorder: h.recorder}
 	return h
 }
 
@@ -87,7 +89,7 @@ func (h *harness) binding() *workv1alpha1.ResourceBinding {
 // failover runs one failover pass on the stored binding and returns the stored result.
 func (h *harness) failover(works map[string]*workv1alpha1.Work) (time.Duration, *workv1alpha1.ResourceBindingSpec) {
 	h.t.Helper()
-	after, err := h.ctrl.failover(context.Background(), h.binding(), works, templateGeneration)
+	after, err := h.failovers.failover(context.Background(), h.binding(), works, templateGeneration)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -620,7 +622,7 @@ func TestFailoverEmitsNoEventsWhenTheWriteFails(t *testing.T) {
 	h := newHarness(t, policy(appFailover()), rb(workv1alpha1.ResourceBindingSpec{Clusters: placed("west", "north"), GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{tk}},
 		healthy("west"), degradedFor("north", time.Hour)))
 	h.patchErr = apierrors.NewConflict(schema.GroupResource{Group: workv1alpha1.GroupVersion.Group, Resource: "resourcebindings"}, "web-deployment", nil)
-	if _, err := h.ctrl.failover(context.Background(), h.binding(), map[string]*workv1alpha1.Work{}, templateGeneration); !apierrors.IsConflict(err) {
+	if _, err := h.failovers.failover(context.Background(), h.binding(), map[string]*workv1alpha1.Work{}, templateGeneration); !apierrors.IsConflict(err) {
 		t.Fatalf("error = %v, want the conflict", err)
 	}
 	if evs := h.events(); len(evs) != 0 {

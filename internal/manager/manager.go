@@ -229,6 +229,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		PodSecurityLevel: o.PodSecurityLevel, PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
+	if err := (&binding.Failover{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-failover")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the failover of bindings: %w", err)
+	}
 	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members, Interpreters: interpreters,
 		Recorder: mgr.GetEventRecorder("flotilla-executor"), DriftCheckInterval: o.DriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
