@@ -18,6 +18,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"sigs.k8s.io/yaml"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -161,5 +162,25 @@ func TestHandlerTakesEventsOnlyFromTheWebhookCertificate(t *testing.T) {
 	}
 	if w, _ := l.Last(web, time.Time{}); w.User != "alice" {
 		t.Fatalf("Last = %+v", w)
+	}
+}
+
+// The policy the control plane runs with decodes as an audit.k8s.io/v1 Policy, records the
+// heartbeat and writes, and skips Flotilla's own manager.
+func TestPolicyIsAValidAuditPolicy(t *testing.T) {
+	var p auditv1.Policy
+	if err := yaml.UnmarshalStrict(Policy, &p); err != nil {
+		t.Fatalf("policy.yaml: %v", err)
+	}
+	if p.Kind != "Policy" || p.APIVersion != "audit.k8s.io/v1" || len(p.Rules) < 3 {
+		t.Fatalf("policy.yaml: %s %s with %d rules", p.APIVersion, p.Kind, len(p.Rules))
+	}
+	first := p.Rules[0]
+	if first.Level != auditv1.LevelMetadata || len(first.Resources) != 1 || first.Resources[0].ResourceNames[0] != HeartbeatName || first.Namespaces[0] != HeartbeatNamespace {
+		t.Errorf("the first rule must audit the heartbeat: %+v", first)
+	}
+	last := p.Rules[len(p.Rules)-1]
+	if last.Level != auditv1.LevelNone {
+		t.Errorf("the last rule must drop everything else: %+v", last)
 	}
 }

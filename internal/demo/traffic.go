@@ -18,7 +18,7 @@ import (
 
 // Traffic simulates users calling a Deployment in every member: each tick, every member
 // serves requests, and the share that fail depends on the image tag its Deployment runs (a
-// tag containing "bad" fails 30%, any other 1%). It exposes demo_requests_total{cluster,code}
+// tag containing "bad" fails 30%, one containing "worse" 3%, any other 1%). It exposes demo_requests_total{cluster,code}
 // for Prometheus to scrape.
 type Traffic struct {
 	Members   map[string]kubernetes.Interface
@@ -34,8 +34,11 @@ type Traffic struct {
 // ErrorRateFor is the simulated error rate of an image.
 func ErrorRateFor(image string) float64 {
 	tag := image[strings.LastIndexByte(image, ':')+1:]
-	if strings.Contains(tag, "bad") {
+	switch {
+	case strings.Contains(tag, "bad"):
 		return 0.30
+	case strings.Contains(tag, "worse"):
+		return 0.03 // three times the baseline, yet under a usual fixed threshold of 5%
 	}
 	return 0.01
 }

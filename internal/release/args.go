@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -179,4 +180,37 @@ func fieldValue(obj map[string]any, path string) (string, error) {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return string(data), nil
+}
+
+// canaryBaselineArgs are the arguments that let one query judge the canary against the
+// baseline across clusters: the clusters this release has updated so far (canary) and the
+// placed clusters still on the stable revision (baseline), comma-separated and as a PromQL
+// regex (cluster=~"{{args.canary-cluster-regex}}"). A ratio of the two error rates in one
+// query, with successCondition: result[0] <= 1.5, fails a canary three times worse than the
+// baseline even when its absolute error rate is below any fixed threshold. With no baseline
+// left (the last wave), the baseline regex matches no cluster.
+func canaryBaselineArgs(placed, updated []string) []rolloutv1alpha1.Argument {
+	var canary, baseline []string
+	for _, c := range placed {
+		if slices.Contains(updated, c) {
+			canary = append(canary, c)
+		} else {
+			baseline = append(baseline, c)
+		}
+	}
+	slices.Sort(canary)
+	slices.Sort(baseline)
+	regex := func(cs []string) string {
+		if len(cs) == 0 {
+			return "^$" // matches no cluster label
+		}
+		return strings.Join(cs, "|")
+	}
+	value := func(v string) *string { return &v }
+	return []rolloutv1alpha1.Argument{
+		{Name: "canary-clusters", Value: value(strings.Join(canary, ","))},
+		{Name: "canary-cluster-regex", Value: value(regex(canary))},
+		{Name: "baseline-clusters", Value: value(strings.Join(baseline, ","))},
+		{Name: "baseline-cluster-regex", Value: value(regex(baseline))},
+	}
 }

@@ -43,3 +43,24 @@ func TestFieldValue(t *testing.T) {
 		})
 	}
 }
+
+func TestCanaryBaselineArgs(t *testing.T) {
+	args := map[string]string{}
+	for _, a := range canaryBaselineArgs([]string{"west", "east", "europe"}, []string{"east", "gone"}) {
+		args[a.Name] = *a.Value
+	}
+	want := map[string]string{"canary-clusters": "east", "canary-cluster-regex": "east",
+		"baseline-clusters": "europe,west", "baseline-cluster-regex": "europe|west"}
+	for k, v := range want {
+		if args[k] != v {
+			t.Errorf("%s = %q, want %q", k, args[k], v)
+		}
+	}
+	last := map[string]string{}
+	for _, a := range canaryBaselineArgs([]string{"east"}, []string{"east"}) {
+		last[a.Name] = *a.Value
+	}
+	if last["baseline-cluster-regex"] != "^$" || last["baseline-clusters"] != "" {
+		t.Errorf("no baseline left: %v", last)
+	}
+}

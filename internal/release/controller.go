@@ -693,6 +693,7 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 		{Name: "wave", Value: value(suffix)}, {Name: "clusters", Value: value(strings.Join(clusters, ","))},
 		{Name: "cluster-regex", Value: value(strings.Join(clusters, "|"))}, // for PromQL: cluster=~"{{args.cluster-regex}}"
 	}
+	args = append(args, canaryBaselineArgs(placedNames(s.binding), s.status.UpdatedClusters)...)
 	args, specs, err = c.resolveArgs(ctx, s, gate, args, specs)
 	if err != nil {
 		return "", err
