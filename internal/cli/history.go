@@ -28,6 +28,19 @@ func (g *globals) inventoryClient(urlFlag string) (*http.Client, string, error) 
 	if err != nil {
 		return nil, "", err
 	}
+	base, err := g.inventoryURL(urlFlag)
+	if err != nil {
+		return nil, "", err
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return &http.Client{Transport: rt, Timeout: 30 * time.Second}, base, nil
+}
+
+// inventoryURL is --inventory-url, else $FLOTILLA_INVENTORY_URL, else the local fleet's.
+func (g *globals) inventoryURL(urlFlag string) (string, error) {
 	base := urlFlag
 	if base == "" {
 		base = os.Getenv("FLOTILLA_INVENTORY_URL")
@@ -41,13 +54,9 @@ func (g *globals) inventoryClient(urlFlag string) (*http.Client, string, error) 
 		}
 	}
 	if base == "" {
-		return nil, "", fmt.Errorf("where is the inventory API? give --inventory-url https://HOST:PORT (the controller-manager's --inventory-bind-address) or set FLOTILLA_INVENTORY_URL")
+		return "", fmt.Errorf("where is the inventory API? give --inventory-url https://HOST:PORT (the controller-manager's --inventory-bind-address) or set FLOTILLA_INVENTORY_URL")
 	}
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	return &http.Client{Transport: rt, Timeout: 30 * time.Second}, strings.TrimSuffix(base, "/"), nil
+	return strings.TrimSuffix(base, "/"), nil
 }
 
 // getJSON reads one API answer, turning an error body into an error naming its parameter.

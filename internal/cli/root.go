@@ -77,7 +77,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
 		withKubeFlags(g, newJoinCommand(g)), withKubeFlags(g, newUnjoinCommand(g)), withKubeFlags(g, newGetCommand(g)), withKubeFlags(g, newDescribeCommand(g)),
-		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g), newTeamCommand(g), newAppCommand(g), newTargetCommand(g), newHistoryCommand(g), newWhereCommand(g), newWhatIfCommand(g), newExportCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
+		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g), newTeamCommand(g), newAppCommand(g), newTargetCommand(g), newHistoryCommand(g), newDashboardCommand(g), newWhereCommand(g), newWhatIfCommand(g), newExportCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
 	)
 	root.AddCommand(newSyncCommands(g)...)
 	root.AddCommand(newSuperviseCommand(g))

@@ -53,6 +53,8 @@ type Server struct {
 	Client  client.Reader
 	Store   history.Store
 	Preview Previewer
+	// Changes feeds /api/v1/changes; nil: not served.
+	Changes *Changes
 	authn   *authenticator
 	authz   *authorizer
 	key     []byte // signs cursors, so a tampered one is refused
@@ -78,6 +80,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /api/v1/applications", s.authenticated(s.applications))
 	mux.Handle("GET /api/v1/clusters", s.authenticated(s.clusters))
 	mux.Handle("POST /api/v1/what-if", s.authenticated(s.whatIf))
+	mux.Handle("GET /api/v1/releases", s.authenticated(s.releases))
+	mux.Handle("GET /api/v1/changes", s.authenticated(s.changes))
 	return securityHeaders(mux)
 }
 
@@ -319,15 +323,29 @@ type Placement struct {
 	Images []string `json:"images,omitempty"`
 	// Commit is the git commit of the Application when this cluster last changed revision.
 	Commit string `json:"commit,omitempty"`
+	// Synced: the cluster runs the template's latest revision, applied.
+	Synced bool `json:"synced"`
+	// Drifted names the fields changed by hand in the member (corrected or reported).
+	Drifted []string `json:"drifted,omitempty"`
+	// Suspended: Flotilla's writes to this cluster are suspended; Lost: the cluster is not Ready.
+	Suspended bool `json:"suspended,omitempty"`
+	Lost      bool `json:"lost,omitempty"`
+	// Replicas and ReadyReplicas are read from the member object's status when it has them.
+	Replicas      *int64 `json:"replicas,omitempty"`
+	ReadyReplicas *int64 `json:"readyReplicas,omitempty"`
 }
 
 // Workload is a template, why it runs where it runs, and its state per cluster.
 type Workload struct {
-	Group          string      `json:"group,omitempty"`
-	Kind           string      `json:"kind"`
-	Namespace      string      `json:"namespace,omitempty"`
-	Name           string      `json:"name"`
-	Application    string      `json:"application,omitempty"`
+	Group          string            `json:"group,omitempty"`
+	Kind           string            `json:"kind"`
+	Namespace      string            `json:"namespace,omitempty"`
+	Name           string            `json:"name"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	LatestRevision int64             `json:"latestRevision,omitempty"`
+	Application    string            `json:"application,omitempty"`
+	// Description is the Application's, as its owners wrote it (free text).
+	Description    string      `json:"description,omitempty"`
 	Commit         string      `json:"commit,omitempty"`
 	Images         []string    `json:"images,omitempty"`
 	Policy         string      `json:"policy,omitempty"`
@@ -412,7 +430,7 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 	tmpl.SetAPIVersion(res.APIVersion)
 	tmpl.SetKind(res.Kind)
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: res.Name}, tmpl); err == nil {
-		wl.Images = imagesOf(tmpl)
+		wl.Images, wl.Labels = imagesOf(tmpl), tmpl.GetLabels()
 		if name := tmpl.GetLabels()[appsv1alpha1.ApplicationLabel]; name != "" {
 			wl.Application = name
 			key := res.Namespace + "/" + name
@@ -424,13 +442,21 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 				apps[key] = a
 			}
 			if a := apps[key]; a != nil {
-				wl.Commit, wl.TargetPolicies = a.Status.Commit, a.Status.TargetPolicies
+				wl.Commit, wl.TargetPolicies, wl.Description = a.Status.Commit, a.Status.TargetPolicies, a.Spec.Description
 			}
 		}
 	}
+	if b.Spec.Revisions != nil {
+		wl.LatestRevision = b.Spec.Revisions.Latest
+	}
 	byRevision := map[int64][]string{}
 	for _, cs := range b.Status.Clusters {
-		p := Placement{Cluster: cs.Cluster, Revision: cs.Revision, Applied: cs.Applied, Health: string(cs.Health), Message: cs.Message, Images: wl.Images}
+		p := Placement{Cluster: cs.Cluster, Revision: cs.Revision, Applied: cs.Applied, Health: string(cs.Health), Message: cs.Message, Images: wl.Images,
+			Suspended: cs.Suspended, Lost: cs.Lost, Synced: cs.Applied && (b.Spec.Revisions == nil || cs.Revision == b.Spec.Revisions.Latest)}
+		if cs.Drift != nil {
+			p.Drifted = driftedFields(cs.Drift)
+		}
+		p.Replicas, p.ReadyReplicas = replicasOf(cs.Status)
 		if b.Spec.Revisions != nil && cs.Revision > 0 && cs.Revision != b.Spec.Revisions.Latest {
 			imgs, ok := byRevision[cs.Revision]
 			if !ok {

@@ -55,7 +55,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		t.Errorf("openapi %q, want 3.x", doc.OpenAPI)
 	}
-	for _, p := range []string{"GET /api/v1/history", "GET /api/v1/applications", "GET /api/v1/clusters", "POST /api/v1/what-if", "GET /openapi.json"} {
+	for _, p := range []string{"GET /api/v1/history", "GET /api/v1/applications", "GET /api/v1/clusters", "GET /api/v1/releases", "GET /api/v1/changes", "POST /api/v1/what-if", "GET /openapi.json"} {
 		method, path, _ := strings.Cut(p, " ")
 		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {
 			t.Errorf("%s is served but not described", p)

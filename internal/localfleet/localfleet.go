@@ -180,6 +180,9 @@ func (f *LocalFleet) InventoryURL() string {
 	return fmt.Sprintf("https://127.0.0.1:%d", f.state.Ports.Inventory)
 }
 
+// DashboardURL is the web dashboard the controller-manager serves (log in with a token).
+func (f *LocalFleet) DashboardURL() string { return f.InventoryURL() + "/dashboard/" }
+
 // CAFile is the fleet's CA: it signs the apiservers' and the inventory API's serving
 // certificates and users' client certificates.
 func (f *LocalFleet) CAFile() string { return f.pki().path(caCert) }
@@ -782,6 +785,7 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 			"--inventory-tls-key-file=" + f.pki().path(serverKey),
 			"--inventory-client-ca-file=" + f.pki().path(caCert),
 			"--audit-webhook-client-names=" + auditWebhookUser,
+			"--dashboard",
 		}, f.opts.Manager.Args...)
 		if err := p.start(args...); err != nil {
 			return err

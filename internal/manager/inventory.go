@@ -13,17 +13,19 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/flotilla-dev/flotilla/internal/audit"
+	"github.com/flotilla-dev/flotilla/internal/dashboard"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 )
 
 // server is the inventory API as a runnable of the manager, served on every replica (it
 // only reads).
-func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, store history.Store, preview inventory.Previewer, writers *audit.Log) (manager.Runnable, error) {
+func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, informers cache.Informers, store history.Store, preview inventory.Previewer, writers *audit.Log) (manager.Runnable, error) {
 	if _, _, err := net.SplitHostPort(o.Address); err != nil {
 		return nil, fmt.Errorf("--inventory-bind-address %q: give host:port, for example 127.0.0.1:8443", o.Address)
 	}
@@ -52,19 +54,30 @@ func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, store histor
 	}
 	api := inventory.New(c, store, kube)
 	api.Preview = preview
+	api.Changes = inventory.NewChanges()
 	handler := api.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("/", handler)
 	if writers != nil {
 		if o.ClientCAFile == "" {
 			return nil, errors.New("--audit-webhook-client-names needs --inventory-client-ca-file: the audit webhook is known by its client certificate")
 		}
-		mux := http.NewServeMux()
 		mux.Handle(audit.Path, writers.Handler(o.AuditClientNames...))
-		mux.Handle("/", handler)
-		handler = mux
 	}
-	srv := &http.Server{Addr: o.Address, Handler: handler, TLSConfig: tc,
+	if o.Dashboard {
+		dash, err := dashboard.New(dashboard.Options{InventoryTransport: dashboard.HandlerTransport(handler),
+			ControlPlane: rest.AnonymousClientConfig(cfg), Steer: o.Steer, Prefix: "/dashboard/"})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/dashboard/", dash.Handler())
+	}
+	srv := &http.Server{Addr: o.Address, Handler: mux, TLSConfig: tc,
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
 	return manager.RunnableFunc(func(ctx context.Context) error {
+		if err := api.Changes.Feed(ctx, informers); err != nil {
+			return fmt.Errorf("the inventory API's change feed: %w", err)
+		}
 		l, err := tls.Listen("tcp", o.Address, tc)
 		if err != nil {
 			return fmt.Errorf("serving the inventory API on %s: %w", o.Address, err)

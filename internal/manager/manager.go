@@ -7,6 +7,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/internal/dashboard"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,6 +103,11 @@ type InventoryOptions struct {
 	// AuditClientNames are the client certificate common names whose audit event batches
 	// are taken at /audit/v1/events (the control plane's audit webhook); none: not served.
 	AuditClientNames []string
+	// Dashboard serves the web dashboard at /dashboard/ on the same address; users log in
+	// with bearer tokens and act with them (see package dashboard).
+	Dashboard bool
+	// Steer carries out the dashboard's release actions (the CLI's release verbs).
+	Steer dashboard.SteerFunc
 }
 
 // DefaultOptions are the production defaults.
@@ -273,7 +279,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("setting up the historian: %w", err)
 	}
 	if o.Inventory.Address != "" {
-		srv, err := o.Inventory.server(cfg, mgr.GetClient(), store, sched, writers)
+		srv, err := o.Inventory.server(cfg, mgr.GetClient(), mgr.GetCache(), store, sched, writers)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
+)
+
+// apiserverRequests sums the control plane's apiserver_request_total: all requests, and
+// those that check users (TokenReview, SubjectAccessReview).
+func apiserverRequests(t *testing.T) (all, reviews float64) {
+	t.Helper()
+	cfg, err := fleet.RESTConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := kubernetes.NewForConfigOrDie(cfg).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			continue
+		}
+		all += v
+		if strings.Contains(line, `resource="tokenreviews"`) || strings.Contains(line, `resource="subjectaccessreviews"`) {
+			reviews += v
+		}
+	}
+	return all, reviews
+}
+
+// dashboardClient logs in to the controller-manager's dashboard with a token, as a browser
+// would, and returns a client holding the session cookie.
+func dashboardClient(t *testing.T, g gomega.Gomega, token string) *http.Client {
+	t.Helper()
+	pem, err := os.ReadFile(fleet.CAFile())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 200}}
+	resp, err := c.Post(fleet.DashboardURL()+"api/login", "application/json", strings.NewReader(fmt.Sprintf(`{"token":%q}`, token)))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
+	return c
+}
+
+// What 50 open dashboards cost the control plane: each page holds the live feed open and
+// reads the fleet matrix and releases again on every change, as the browser page does. The
+// feed comes from the manager's informers and users are checked through short-lived caches,
+// so the users' checks (TokenReview, SubjectAccessReview) do not grow with the number of
+// pages; the figures of all apiserver requests are printed for both.
+func TestDashboardPagesDoNotMultiplyControlPlaneLoad(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "dash-load"
+	out, err := flotilla("team", "create", ns, "--reader", "system:serviceaccounts:dash-load-readers", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Eventually(func() int64 {
+		team := &tenancyv1alpha1.Team{}
+		_ = cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenancyv1alpha1.TeamName}, team)
+		return team.Status.ObservedGeneration
+	}).ShouldNot(gomega.BeZero())
+	token := serviceAccountToken(t, g, "dash-load-readers", "viewer")
+	web := webDeployment(ns, 1)
+	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: web.ObjectMeta, Spec: policyv1alpha1.PropagationSpec{
+		ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: web.Name}},
+		Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "west"}}}}}
+	policy.Labels = nil
+	createAll(t, g, web, policy)
+	t.Cleanup(func() { _ = cp.Delete(context.Background(), web); _ = cp.Delete(context.Background(), policy) })
+	g.Eventually(func() int32 { return memberReplicas(t, "west", ns, "web") }).Should(gomega.Equal(int32(1)))
+
+	measure := func(pages int) (all, reviews, refreshes float64) {
+		c := dashboardClient(t, g, token)
+		pctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		open := make(chan struct{}, pages)
+		for range pages {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequestWithContext(pctx, http.MethodGet, fleet.DashboardURL()+"api/events", nil)
+				resp, err := c.Do(req)
+				if err != nil {
+					return
+				}
+				defer resp.Body.Close()
+				sc := bufio.NewScanner(resp.Body)
+				for sc.Scan() {
+					switch sc.Text() {
+					case "event: ready":
+						open <- struct{}{}
+					case "event: changes", "event: resync":
+						for _, p := range []string{"api/applications", "api/releases"} {
+							if r, err := c.Get(fleet.DashboardURL() + p); err == nil {
+								r.Body.Close()
+							}
+						}
+						mu.Lock()
+						refreshes++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		for range pages {
+			select {
+			case <-open:
+			case <-time.After(time.Minute):
+				t.Fatal("the dashboard's live feed did not open")
+			}
+		}
+		all0, reviews0 := apiserverRequests(t)
+		// The same activity for every measurement: five changes of the template, a second apart.
+		for i := range 5 {
+			g.Eventually(func() error {
+				cur := &appsv1.Deployment{}
+				if err := cp.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+					return err
+				}
+				cur.Spec.Replicas = ptr.To(int32(2 + i%2))
+				return cp.Update(ctx, cur)
+			}).Should(gomega.Succeed())
+			time.Sleep(time.Second)
+		}
+		time.Sleep(3 * time.Second)
+		all1, reviews1 := apiserverRequests(t)
+		stop()
+		wg.Wait()
+		return all1 - all0, reviews1 - reviews0, refreshes
+	}
+	all1, reviews1, refreshes1 := measure(1)
+	all50, reviews50, refreshes50 := measure(50)
+	t.Logf("control-plane requests while 5 changes went by: 1 page %.0f (user checks %.0f, page refreshes %.0f); 50 pages %.0f (user checks %.0f, page refreshes %.0f)",
+		all1, reviews1, refreshes1, all50, reviews50, refreshes50)
+	g.Expect(refreshes50).To(gomega.BeNumerically(">=", 50), "every page heard the changes and read again")
+	// The inventory API caches a user's checks for 10s: one round is a TokenReview and a
+	// SubjectAccessReview per namespace, whatever the number of pages.
+	var nss corev1.NamespaceList
+	g.Expect(cp.List(ctx, &nss)).To(gomega.Succeed())
+	round := float64(2 + len(nss.Items))
+	g.Expect(reviews50).To(gomega.BeNumerically("<=", reviews1+2*round), "user checks do not grow with pages")
+	g.Expect(all50-reviews50).To(gomega.BeNumerically("<", all1-reviews1+50), "50 pages add less than one request each to the control plane")
+}
