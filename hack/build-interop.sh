@@ -28,7 +28,8 @@ build_interop() { # module-dir name=package...
   echo "$iwant" > "$istamp"
 }
 module_dir() { # module-dir module: where the pinned module lies in the module cache
-  (cd "$root/hack/interop/$1" && GOTOOLCHAIN=auto go list -m -f '{{.Dir}}' "$2")
+  # (downloaded first: on a fresh machine `go list -m` alone answers an empty directory)
+  (cd "$root/hack/interop/$1" && GOTOOLCHAIN=auto go mod download "$2" && GOTOOLCHAIN=auto go list -m -f '{{.Dir}}' "$2")
 }
 copy_crds() { # module-dir module path-in-module: its *-crd.yaml into bin/NAME-crds/
   local out=$bin/$1-crds src

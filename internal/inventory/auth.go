@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,9 @@ type authenticator struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]cachedUser
+	// flight asks the control plane once for many requests of one token at the same moment
+	// (fifty open pages reading again after one change).
+	flight singleflight.Group
 }
 
 type cachedUser struct {
@@ -64,21 +68,27 @@ func (a *authenticator) token(ctx context.Context, token string) (*User, error) 
 		return c.user, nil
 	}
 	a.mu.Unlock()
-	tr, err := a.kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	v, err, _ := a.flight.Do(string(key[:]), func() (any, error) {
+		tr, err := a.kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if !tr.Status.Authenticated {
+			return nil, errUnauthenticated
+		}
+		u := &User{Name: tr.Status.User.Username, Groups: tr.Status.User.Groups, UID: tr.Status.User.UID, Extra: tr.Status.User.Extra}
+		a.mu.Lock()
+		if a.cache == nil {
+			a.cache = map[[32]byte]cachedUser{}
+		}
+		a.cache[key] = cachedUser{user: u, at: time.Now()}
+		a.mu.Unlock()
+		return u, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if !tr.Status.Authenticated {
-		return nil, errUnauthenticated
-	}
-	u := &User{Name: tr.Status.User.Username, Groups: tr.Status.User.Groups, UID: tr.Status.User.UID, Extra: tr.Status.User.Extra}
-	a.mu.Lock()
-	if a.cache == nil {
-		a.cache = map[[32]byte]cachedUser{}
-	}
-	a.cache[key] = cachedUser{user: u, at: time.Now()}
-	a.mu.Unlock()
-	return u, nil
+	return v.(*User), nil
 }
 
 // authorizer asks the control plane (SubjectAccessReview) whether the user may do something:
@@ -87,8 +97,9 @@ type authorizer struct {
 	kube kubernetes.Interface
 	ttl  time.Duration
 
-	mu    sync.Mutex
-	cache map[string]cachedDecision
+	mu     sync.Mutex
+	cache  map[string]cachedDecision
+	flight singleflight.Group
 }
 
 type cachedDecision struct {
@@ -109,22 +120,28 @@ func (z *authorizer) allowed(ctx context.Context, u *User, a access) (bool, erro
 		return d.allowed, nil
 	}
 	z.mu.Unlock()
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range u.Extra {
-		extra[k] = authorizationv1.ExtraValue(v)
-	}
-	sar, err := z.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: u.Name, Groups: u.Groups, UID: u.UID, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace},
-	}}, metav1.CreateOptions{})
+	v, err, _ := z.flight.Do(key, func() (any, error) {
+		extra := map[string]authorizationv1.ExtraValue{}
+		for k, v := range u.Extra {
+			extra[k] = authorizationv1.ExtraValue(v)
+		}
+		sar, err := z.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: u.Name, Groups: u.Groups, UID: u.UID, Extra: extra,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		z.mu.Lock()
+		if z.cache == nil {
+			z.cache = map[string]cachedDecision{}
+		}
+		z.cache[key] = cachedDecision{allowed: sar.Status.Allowed, at: time.Now()}
+		z.mu.Unlock()
+		return sar.Status.Allowed, nil
+	})
 	if err != nil {
 		return false, err
 	}
-	z.mu.Lock()
-	if z.cache == nil {
-		z.cache = map[string]cachedDecision{}
-	}
-	z.cache[key] = cachedDecision{allowed: sar.Status.Allowed, at: time.Now()}
-	z.mu.Unlock()
-	return sar.Status.Allowed, nil
+	return v.(bool), nil
 }

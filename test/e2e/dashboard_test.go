@@ -16,6 +16,7 @@ import (
 	"github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -106,7 +107,7 @@ func evaluate[T any](t *testing.T, ctx context.Context, js string, opts ...chrom
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	inBrowser(t, ctx, "settle", chromedp.Sleep(300*time.Millisecond))
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -125,6 +126,12 @@ func login(t *testing.T, ctx context.Context, token string) {
 		chromedp.SetValue(chromedp.ID("token"), token),
 		chromedp.Click(chromedp.ID("login")),
 		chromedp.WaitVisible(chromedp.ID("logout")))
+}
+
+// goTo opens a page of the dashboard already loaded (a same-document navigation).
+func goTo(t *testing.T, ctx context.Context, hash string) {
+	t.Helper()
+	evaluate[string](t, ctx, fmt.Sprintf(`location.hash = %q`, hash))
 }
 
 // textOf reads an element's text, "" when it is not there.
@@ -234,8 +241,9 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	inBrowser(t, ctx, "cell detail", chromedp.Click(chromedp.CSS(`[data-cell="dash-a/shop/east"]`)), chromedp.WaitVisible(chromedp.ID("cell-detail")))
 	g.Eventually(func() string { return textOf(ctx, "#cell-detail") }).Should(gomega.And(gomega.ContainSubstring("2 ready of 2"), gomega.ContainSubstring("registry.example/shop:1.0")))
 	screenshot(t, ctx, "cell")
-	inBrowser(t, ctx, "clusters", chromedp.Navigate(fleet.DashboardURL()+"#/clusters"), chromedp.WaitVisible(chromedp.CSS("#main table, #main .error")))
-	screenshot(t, ctx, "clusters")
+	goTo(t, ctx, "#/clusters")
+	inBrowser(t, ctx, "clusters", chromedp.WaitVisible(chromedp.CSS("#main .error")))
+	g.Expect(textOf(ctx, "#main .error")).To(gomega.ContainSubstring("may not list clusters"), "a team reader without list clusters is told why")
 
 	// A new image starts a release; the reader watches it in one page load.
 	app.Spec.Source.Inline.Manifests[0].Raw = shopManifest("registry.example/shop:1.1")
@@ -249,7 +257,8 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	}).Should(gomega.Succeed())
 	const rel = "shop-deployment-r2"
 	g.Eventually(func() *rolloutv1alpha1.Release { return getRelease(teamA, rel) }).ShouldNot(gomega.BeNil())
-	inBrowser(t, ctx, "release page", chromedp.Navigate(fleet.DashboardURL()+"#/release/"+teamA+"/"+rel), chromedp.WaitVisible(chromedp.ID("release-phase")))
+	goTo(t, ctx, "#/release/"+teamA+"/"+rel)
+	inBrowser(t, ctx, "release page", chromedp.WaitVisible(chromedp.ID("release-phase")))
 	evaluate[string](t, ctx, `window.__sameLoad = "yes"`)
 	points := func() int {
 		n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`Math.max(0, ...[...document.querySelectorAll('svg[data-testid=analysis-chart]')].map(s => +s.dataset.points))`))
@@ -274,20 +283,44 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	g.Expect(forge(true)).To(gomega.Equal(http.StatusForbidden), "a reader may not promote")
 	g.Expect(getRelease(teamA, rel).Spec.PromotedStep).To(gomega.BeEmpty())
 
-	inBrowser(t, ctx, "history", chromedp.Navigate(fleet.DashboardURL()+"#/history?application=shop"), chromedp.WaitVisible(chromedp.ID("history")))
+	goTo(t, ctx, "#/history?application=shop")
+	inBrowser(t, ctx, "history", chromedp.WaitVisible(chromedp.ID("history")))
 	g.Eventually(func() string { return textOf(ctx, "#history") }).Should(gomega.ContainSubstring("east"))
 	screenshot(t, ctx, "history")
 
 	// The contributor promotes from the page, and the release moves past the pause.
 	inBrowser(t, ctx, "log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
 	login(t, ctx, devToken)
-	inBrowser(t, ctx, "release page as contributor", chromedp.Navigate(fleet.DashboardURL()+"#/release/"+teamA+"/"+rel),
+	goTo(t, ctx, "#/release/"+teamA+"/"+rel)
+	inBrowser(t, ctx, "release page as contributor",
 		chromedp.WaitVisible(chromedp.ID("action-promote")), chromedp.Click(chromedp.ID("action-promote")))
 	g.Eventually(func() string { return textOf(ctx, "#action-result") }).Should(gomega.ContainSubstring("promoted"))
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(teamA, rel) }).WithTimeout(2 * time.Minute).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
 	g.Eventually(func() string { return textOf(ctx, "#release-phase") }).Should(gomega.Equal("Succeeded"), "the page follows the release to its end")
 	g.Expect(memberImage(t, "west", teamA, "shop")).To(gomega.Equal("registry.example/shop:1.1"))
 	screenshot(t, ctx, "release-promoted")
-	inBrowser(t, ctx, "fleet after", chromedp.Navigate(fleet.DashboardURL()+"#/fleet"), chromedp.WaitVisible(chromedp.ID("matrix")))
+	goTo(t, ctx, "#/fleet")
+	inBrowser(t, ctx, "fleet after", chromedp.WaitVisible(chromedp.ID("matrix")))
 	g.Eventually(func() string { return textOf(ctx, `[data-cell="dash-a/shop/west"]`) }).Should(gomega.ContainSubstring("shop:1.1"))
+
+	// A platform engineer (who may list clusters and every namespace) sees every team and
+	// the clusters' state.
+	opsToken := serviceAccountToken(t, g, "dash-platform", "ops")
+	ops := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dash-platform-ops"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "ops", Namespace: "dash-platform"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}
+	createAll(t, g, ops)
+	t.Cleanup(func() { _ = cp.Delete(context.Background(), ops) })
+	inBrowser(t, ctx, "log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
+	login(t, ctx, opsToken)
+	inBrowser(t, ctx, "everyone's fleet", chromedp.WaitVisible(chromedp.ID("matrix")))
+	g.Eventually(func() string { return textOf(ctx, "#matrix") }).Should(gomega.ContainSubstring("team-b-secret"))
+	screenshot(t, ctx, "fleet-platform")
+	goTo(t, ctx, "#/clusters")
+	inBrowser(t, ctx, "clusters", chromedp.WaitVisible(chromedp.CSS(`[data-cluster="east"]`)))
+	g.Expect(textOf(ctx, `[data-cluster="east"]`)).To(gomega.And(gomega.ContainSubstring("Ready"), gomega.ContainSubstring("v1.37"), gomega.ContainSubstring("2/2")))
+	screenshot(t, ctx, "clusters")
+	inBrowser(t, ctx, "a cluster", chromedp.Click(chromedp.CSS(`[data-cluster="east"]`)), chromedp.WaitVisible(chromedp.CSS("h2")))
+	g.Eventually(func() string { return textOf(ctx, "#main") }).Should(gomega.And(gomega.ContainSubstring("What runs here"), gomega.ContainSubstring("team-b-secret")))
+	screenshot(t, ctx, "cluster")
 }

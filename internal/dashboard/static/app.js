@@ -311,17 +311,23 @@
     return p.steer;
   }
 
+  // The answer to the last action stays on its release's page across live refreshes.
+  function actionResult(x) {
+    const a = state.lastAction;
+    const mine = a && a.release === x.namespace + '/' + x.name;
+    return h('p', { id: 'action-result', role: 'status', class: mine ? a.cls : '' }, mine ? a.text : '');
+  }
+
   async function act(x, verb) {
-    const out = $('action-result');
+    const key = x.namespace + '/' + x.name;
     try {
       const res = await api('releases/' + enc(x.namespace) + '/' + enc(x.name) + '/' + verb, { method: 'POST' });
-      out.className = 'muted';
-      out.textContent = res.message;
-      scheduleRefresh();
+      state.lastAction = { release: key, cls: 'muted', text: res.message };
     } catch (e) {
-      out.className = 'error';
-      out.textContent = e.message;
+      state.lastAction = { release: key, cls: 'error', text: e.message };
     }
+    $('action-result').replaceWith(actionResult(x));
+    scheduleRefresh();
   }
 
   async function renderRelease(r) {
@@ -341,7 +347,7 @@
     }
     const waves = (st.waves || []).map((w, i) => {
       const steps = (x.steps || {})[w.name] || [];
-      return h('div', { class: 'wave' + (i === st.currentWave && !over ? ' current' : ''), 'data-wave': w.name },
+      return h('div', { class: 'wave' + (i === (st.currentWave || 0) && !over ? ' current' : ''), 'data-wave': w.name },
         h('div', {}, h('strong', {}, w.name), ' ', h('span', { class: 'phase ' + w.phase }, w.phase)),
         w.message ? h('div', { class: 'muted' }, w.message) : null,
         h('div', {}, (w.clusters || []).map((c) => h('div', { 'data-cluster': c.name }, h('span', { class: 'phase ' + c.phase }, '● '), c.name + ' ', h('span', { class: 'muted' }, c.phase)))),
@@ -350,7 +356,7 @@
     return h('div', {},
       h('h1', {}, 'release/' + x.name, ' ', h('span', { class: 'phase ' + x.phase, id: 'release-phase' }, x.phase || 'Pending'), x.paused ? h('span', { class: 'tag' }, 'paused') : null),
       h('p', { class: 'muted' }, x.kind + ' ' + (x.templateNamespace ? x.templateNamespace + '/' : '') + x.template + ': r' + x.stableRevision + ' → r' + x.revision + (st.message ? ' — ' + st.message : '')),
-      buttons, h('p', { id: 'action-result', role: 'status' }),
+      buttons, actionResult(x),
       h('h2', {}, 'Waves'), h('div', { class: 'waves', id: 'waves' }, waves),
       h('h2', {}, 'Analysis'),
       (x.analyses || []).length ? x.analyses.map(analysisCard) : h('p', { class: 'muted' }, 'No analysis run yet.'),
