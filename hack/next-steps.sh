@@ -14,5 +14,6 @@ The local fleet is up and its members are Ready. Try next:
   bin/flotilla release get deployment/shop -n demo    # the demo's last release, as a tree
   kubectl -n demo set image deployment/shop shop=registry.example/shop:2.0-bad
   bin/flotilla release watch deployment/shop -n demo  # watch analysis roll it back
+  bin/flotilla dashboard                              # the web dashboard: open the link it prints
   bin/flotilla down                                   # stop everything (data kept; --purge removes it)
 MSG

@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"embed"
 	"encoding/base64"
 	"encoding/json"
@@ -29,6 +30,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +55,9 @@ const SessionCookie = "flotilla_session"
 
 // sessionTTL is how long a login lasts.
 const sessionTTL = 8 * time.Hour
+
+// readOnlyWhy says why a client-certificate login cannot act.
+const readOnlyWhy = "logged in with a client certificate, which lets the dashboard read as you but not act as you (it has no key): log in with a token, or run `flotilla dashboard` with your kubeconfig"
 
 // Verbs are the release actions the dashboard offers.
 var Verbs = []string{"promote", "pause", "resume", "abort", "retry"}
@@ -92,7 +97,8 @@ type session struct {
 	user    string
 	groups  []string
 	csrf    string
-	cfg     *rest.Config
+	cfg     *rest.Config // nil for a client-certificate login: it reads, it cannot act
+	tls     *tls.ConnectionState
 	expires time.Time
 
 	once      sync.Once
@@ -137,6 +143,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/login", s.login)
 	mux.HandleFunc("GET /login", s.localLogin)
+	mux.HandleFunc("POST /api/login/certificate", s.certificateLogin)
 	mux.HandleFunc("POST /api/logout", s.withSession(true, s.logout))
 	mux.HandleFunc("GET /api/session", s.withSession(false, s.whoami))
 	for _, p := range []string{"applications", "clusters", "history", "releases"} {
@@ -243,6 +250,26 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"user": ss.user, "groups": ss.groups, "csrf": ss.csrf})
 }
 
+// certificateLogin opens a read-only session for the client certificate the browser presented
+// to the controller-manager (verified against the control plane's client CA). The inventory
+// API sees the same certificate; actions need a token, since the dashboard holds no key to
+// act as the certificate's user.
+func (s *Server) certificateLogin(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		fail(w, http.StatusForbidden, "log in from the dashboard's own page")
+		return
+	}
+	if s.opts.InventoryTransport == nil || r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
+		fail(w, http.StatusUnauthorized, "no client certificate of the control plane's CA came with this request: log in with a token (certificates work on the controller-manager's dashboard, or use `flotilla dashboard` with your kubeconfig)")
+		return
+	}
+	c := r.TLS.PeerCertificates[0]
+	state := *r.TLS
+	ss := s.newSession(w, r, nil, c.Subject.CommonName, append(slices.Clone(c.Subject.Organization), "system:authenticated"))
+	ss.tls = &state
+	reply(w, map[string]any{"user": ss.user, "groups": ss.groups, "csrf": ss.csrf, "readOnly": true})
+}
+
 // localLogin opens a session as the dashboard's own caller when the one-time key matches.
 func (s *Server) localLogin(w http.ResponseWriter, r *http.Request) {
 	key := r.URL.Query().Get("key")
@@ -305,6 +332,12 @@ func (s *Server) withSession(mutating bool, h sessionHandler) http.HandlerFunc {
 // clients builds the user's clients once per session.
 func (ss *session) clients(o Options) error {
 	ss.once.Do(func() {
+		if ss.cfg == nil { // a client certificate: the inventory API reads it from the TLS state
+			rt := bearer{tls: ss.tls, next: o.InventoryTransport}
+			ss.inventory = &http.Client{Transport: rt, Timeout: 30 * time.Second}
+			ss.stream = &http.Client{Transport: rt}
+			return
+		}
 		if o.InventoryTransport != nil {
 			rt := bearer{token: ss.cfg.BearerToken, next: o.InventoryTransport}
 			ss.inventory = &http.Client{Transport: rt, Timeout: 30 * time.Second}
@@ -326,9 +359,11 @@ func (ss *session) clients(o Options) error {
 	return ss.err
 }
 
-// bearer adds a session's token to in-process inventory calls.
+// bearer adds a session's credentials to in-process inventory calls: its token, or the TLS
+// state its client certificate came with.
 type bearer struct {
 	token string
+	tls   *tls.ConnectionState
 	next  http.RoundTripper
 }
 
@@ -337,6 +372,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if b.token != "" {
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
+	r.TLS = b.tls
 	return b.next.RoundTrip(r)
 }
 
@@ -363,7 +399,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *session) {
 }
 
 func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, ss *session) {
-	reply(w, map[string]any{"user": ss.user, "groups": ss.groups, "csrf": ss.csrf})
+	reply(w, map[string]any{"user": ss.user, "groups": ss.groups, "csrf": ss.csrf, "readOnly": ss.cfg == nil})
 }
 
 // proxy reads path of the inventory API as the session's user.
@@ -442,6 +478,10 @@ func (s *Server) permissions(w http.ResponseWriter, r *http.Request, ss *session
 		fail(w, http.StatusBadRequest, "namespace: give the namespace of the releases")
 		return
 	}
+	if ss.cfg == nil {
+		reply(w, map[string]any{"namespace": ns, "steer": false, "why": readOnlyWhy})
+		return
+	}
 	ok, err := ss.may(r.Context(), ns)
 	if err != nil {
 		fail(w, http.StatusServiceUnavailable, "asking the control plane: %v", err)
@@ -459,6 +499,10 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	if !valid {
 		fail(w, http.StatusBadRequest, "unknown action %q: use one of %s", verb, strings.Join(Verbs, ", "))
+		return
+	}
+	if ss.cfg == nil {
+		fail(w, http.StatusForbidden, "%s", readOnlyWhy)
 		return
 	}
 	ok, err := ss.may(r.Context(), ns)

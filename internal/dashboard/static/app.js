@@ -130,7 +130,10 @@
     } },
     h('h1', {}, 'Log in to Flotilla'),
     h('p', { class: 'muted' }, 'Paste a bearer token the control plane accepts (for example from `kubectl create token`). You see and do exactly what your Kubernetes roles allow.'),
-    token, h('p', {}, h('button', { type: 'submit', id: 'login' }, 'Log in')), msg);
+    token, h('p', {}, h('button', { type: 'submit', id: 'login' }, 'Log in'), ' ',
+      h('button', { type: 'button', class: 'secondary', id: 'login-certificate', onclick: async () => {
+        try { start(await api('login/certificate', { method: 'POST' })); } catch (e) { msg.textContent = e.message; }
+      } }, 'Use my client certificate (read only)')), msg);
     $('main').replaceChildren(form);
   }
 
