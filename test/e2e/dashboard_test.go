@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -315,7 +316,24 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	login(t, ctx, opsToken)
 	inBrowser(t, ctx, "everyone's fleet", chromedp.WaitVisible(chromedp.ID("matrix")))
 	g.Eventually(func() string { return textOf(ctx, "#matrix") }).Should(gomega.ContainSubstring("team-b-secret"))
+	// A change by hand in a member is put back and marked as drift in its cell.
+	g.Eventually(func() error {
+		d := &appsv1.Deployment{}
+		if err := memberClient(t, "east").Get(bg, client.ObjectKey{Namespace: teamB, Name: other.Name}, d); err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To[int32](5)
+		return memberClient(t, "east").Update(bg, d, client.FieldOwner("kubectl-edit"))
+	}).Should(gomega.Succeed())
+	g.Eventually(func() string { return textOf(ctx, `[data-cell="dash-b/team-b-secret/east"]`) }).Should(gomega.ContainSubstring("drift"), "the page marks drift live")
 	screenshot(t, ctx, "fleet-platform")
+	// Filters: a team, then a cluster label.
+	inBrowser(t, ctx, "team filter", chromedp.SetValue(chromedp.ID("filter-team"), teamA))
+	g.Eventually(func() string { return textOf(ctx, "#matrix") }).Should(gomega.And(gomega.ContainSubstring("shop"), gomega.Not(gomega.ContainSubstring("team-b-secret"))))
+	inBrowser(t, ctx, "cluster filter", chromedp.SetValue(chromedp.ID("filter-cluster"), "region=us-west"))
+	g.Eventually(func() int { return evaluate[int](t, ctx, `document.querySelectorAll('#matrix thead th').length`) }).Should(gomega.Equal(2), "the application column and west")
+	g.Expect(evaluate[int](t, ctx, `document.querySelectorAll('[data-cell="dash-a/shop/west"]').length`)).To(gomega.Equal(1))
+	g.Expect(evaluate[int](t, ctx, `document.querySelectorAll('[data-cell="dash-a/shop/east"]').length`)).To(gomega.BeZero())
 	goTo(t, ctx, "#/clusters")
 	inBrowser(t, ctx, "clusters", chromedp.WaitVisible(chromedp.CSS(`[data-cluster="east"]`)))
 	g.Expect(textOf(ctx, `[data-cluster="east"]`)).To(gomega.And(gomega.ContainSubstring("Ready"), gomega.ContainSubstring("v1.37"), gomega.ContainSubstring("2/2")))

@@ -196,7 +196,7 @@
     const cols = [...known.values()].filter((c) => clusterOk(c.labels || {})).sort((a, b) => a.name.localeCompare(b.name));
     const rows = apps.items.filter((w) => (!team || w.namespace === team) && appOk(w.labels || {}));
     if (rows.length === 0) return h('p', { class: 'muted', id: 'empty' }, 'No applications you may read match.');
-    const head = h('tr', {}, h('th', {}, 'Application'), cols.map((c) => h('th', {}, h('span', { class: 'dot ' + (c.ready || '') }), c.shortName || c.name)));
+    const head = h('tr', {}, h('th', {}, 'Application'), cols.map((c) => h('th', { title: c.shortName ? c.name + ' (' + c.shortName + ')' : c.name, 'data-column': c.name }, h('span', { class: 'dot ' + (c.ready || '') }), c.name)));
     const body = rows.map((w) => {
       const byCluster = new Map(w.clusters.map((p) => [p.cluster, p]));
       const title = w.application || (w.kind + '/' + w.name);
@@ -211,7 +211,7 @@
             class: 'cell ' + health(p), 'data-cell': w.namespace + '/' + w.name + '/' + c.name,
             onclick: () => { location.hash = '#/cell/' + [w.namespace, w.kind, w.name, c.name].map(enc).join('/'); },
           },
-          h('span', { class: 'dot' }), h('span', { class: 'rev' }, 'r' + p.revision), ' ', h('span', { class: 'health' }, health(p)),
+          h('span', { class: 'dot' }), p.revision ? h('span', { class: 'rev' }, 'r' + p.revision + ' ') : null, h('span', { class: 'health' }, health(p)),
           (p.images || []).map((i) => h('span', { class: 'img' }, shortImage(i))),
           h('div', {},
             p.synced ? null : h('span', { class: 'tag out', title: 'not on the latest revision' }, 'out of sync'),
@@ -232,7 +232,7 @@
     const hist = await api('history?' + new URLSearchParams({ name, cluster, kind, limit: '20' })).catch(() => ({ items: [] }));
     const rows = [
       ['Application', w.application || '—'], ['Object', w.kind + ' ' + ns + '/' + w.name], ['Cluster', cluster],
-      ['Revision', p ? 'r' + p.revision + ' (latest r' + (w.latestRevision || p.revision) + ')' : '—'],
+      ['Revision', p && p.revision ? 'r' + p.revision + ' (latest r' + (w.latestRevision || p.revision) + ')' : 'not tracked (no rollout)'],
       ['Health', p ? health(p) : '—'], ['Synced', p ? (p.synced ? 'yes' : 'no') : '—'],
       ['Replicas', p && p.replicas !== undefined ? (p.readyReplicas || 0) + ' ready of ' + p.replicas : '—'],
       ['Images', p && p.images ? p.images.join(', ') : '—'], ['Commit', (p && p.commit) || w.commit || '—'],
@@ -288,7 +288,7 @@
         const p = w.clusters.find((x) => x.cluster === name) || {};
         return h('tr', { class: 'click ' + health(p), onclick: () => { location.hash = '#/cell/' + [w.namespace, w.kind, w.name, name].map(enc).join('/'); } },
           h('td', {}, w.application || w.name), h('td', { class: 'muted' }, w.namespace + ' · ' + w.kind + '/' + w.name),
-          h('td', {}, 'r' + p.revision), h('td', {}, h('span', { class: 'dot' }), health(p)));
+          h('td', {}, p.revision ? 'r' + p.revision : ''), h('td', {}, h('span', { class: 'dot' }), health(p)));
       }))) : h('p', { class: 'muted' }, 'Nothing you may read.'),
       h('h2', {}, 'History'), timeline(hist.items));
   }
