@@ -325,8 +325,11 @@ type Placement struct {
 	Commit string `json:"commit,omitempty"`
 	// Synced: the cluster runs the template's latest revision, applied.
 	Synced bool `json:"synced"`
-	// Drifted names the fields changed by hand in the member (corrected or reported).
-	Drifted []string `json:"drifted,omitempty"`
+	// Drifted names the fields changed by hand in the member: as they are now when drift is
+	// reported, as they were at the last correction when it is put back (DriftCorrections > 0).
+	Drifted          []string   `json:"drifted,omitempty"`
+	DriftCorrections int64      `json:"driftCorrections,omitempty"`
+	LastCorrection   *time.Time `json:"lastCorrection,omitempty"`
 	// Suspended: Flotilla's writes to this cluster are suspended; Lost: the cluster is not Ready.
 	Suspended bool `json:"suspended,omitempty"`
 	Lost      bool `json:"lost,omitempty"`
@@ -454,7 +457,10 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 		p := Placement{Cluster: cs.Cluster, Revision: cs.Revision, Applied: cs.Applied, Health: string(cs.Health), Message: cs.Message, Images: wl.Images,
 			Suspended: cs.Suspended, Lost: cs.Lost, Synced: cs.Applied && (b.Spec.Revisions == nil || cs.Revision == b.Spec.Revisions.Latest)}
 		if cs.Drift != nil {
-			p.Drifted = driftedFields(cs.Drift)
+			p.Drifted, p.DriftCorrections = driftedFields(cs.Drift), cs.Drift.Corrections
+			if t := cs.Drift.LastCorrectionTime; t != nil {
+				p.LastCorrection = &t.Time
+			}
 		}
 		p.Replicas, p.ReadyReplicas = replicasOf(cs.Status)
 		if b.Spec.Revisions != nil && cs.Revision > 0 && cs.Revision != b.Spec.Revisions.Latest {

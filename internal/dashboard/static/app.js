@@ -175,6 +175,15 @@
     const i = img.lastIndexOf('/');
     return i >= 0 ? img.slice(i + 1) : img;
   }
+  // driftTag marks drift: reported and standing, or put back (how often, when).
+  function driftTag(p) {
+    if (p.driftCorrections) {
+      return h('span', { class: 'tag fixed', title: 'put back ' + p.driftCorrections + '×, last ' + new Date(p.lastCorrection).toLocaleString() + '\n' + (p.drifted || []).join('\n') },
+        'drift put back ×' + p.driftCorrections);
+    }
+    if (p.drifted && p.drifted.length) return h('span', { class: 'tag drift', title: p.drifted.join('\n') }, 'drift');
+    return null;
+  }
   function health(p) { return p.health || (p.applied ? 'Unknown' : 'Pending'); }
 
   async function renderFleet(r) {
@@ -215,7 +224,7 @@
           (p.images || []).map((i) => h('span', { class: 'img' }, shortImage(i))),
           h('div', {},
             p.synced ? null : h('span', { class: 'tag out', title: 'not on the latest revision' }, 'out of sync'),
-            p.drifted && p.drifted.length ? h('span', { class: 'tag drift', title: p.drifted.join('\n') }, 'drift') : null,
+            driftTag(p),
             p.lost ? h('span', { class: 'tag lost' }, 'cluster lost') : null,
             p.suspended ? h('span', { class: 'tag' }, 'suspended') : null));
         }));
@@ -237,7 +246,9 @@
       ['Replicas', p && p.replicas !== undefined ? (p.readyReplicas || 0) + ' ready of ' + p.replicas : '—'],
       ['Images', p && p.images ? p.images.join(', ') : '—'], ['Commit', (p && p.commit) || w.commit || '—'],
       ['Since', p && p.since ? new Date(p.since).toLocaleString() : '—'],
-      ['Last error', (p && p.message) || '—'], ['Drift', p && p.drifted ? p.drifted.join('; ') : 'none'],
+      ['Last error', (p && p.message) || '—'],
+      ['Drift', p && p.driftCorrections ? 'put back ' + p.driftCorrections + '× (last ' + new Date(p.lastCorrection).toLocaleString() + '): ' + (p.drifted || []).join('; ')
+        : (p && p.drifted ? 'standing (reported): ' + p.drifted.join('; ') : 'none')],
       ['Placed by', [w.policy].concat(w.targetPolicies || []).join(', ')],
     ];
     return h('div', {},
