@@ -79,6 +79,21 @@ func firstLine(err error) error {
 // Judge decides the phase of one measurement from its value. An expression that cannot be
 // evaluated is an error: the caller records an Error measurement with its message.
 func Judge(metric rolloutv1alpha1.Metric, result any) (rolloutv1alpha1.AnalysisPhase, error) {
+	if metric.Compare != nil {
+		// The canary against its baseline first; the conditions, if any, then judge the
+		// canary's own value.
+		cmp, ok := result.(comparison)
+		if !ok {
+			return rolloutv1alpha1.AnalysisError, fmt.Errorf("compare: the measurement holds no canary and baseline values")
+		}
+		if within, _ := cmp.judge(metric.Compare); !within {
+			return rolloutv1alpha1.AnalysisFailed, nil
+		}
+		metric.Compare, result = nil, cmp.result
+		if metric.SuccessCondition == "" && metric.FailureCondition == "" {
+			return rolloutv1alpha1.AnalysisSuccessful, nil
+		}
+	}
 	if metric.Provider.Job != nil && metric.SuccessCondition == "" && metric.FailureCondition == "" {
 		// A Job's own outcome is its verdict, as the JobMetric API promises.
 		if ok, _ := result.(bool); ok {

@@ -229,6 +229,12 @@ func (c *Controller) terminate(ctx context.Context, run *rolloutv1alpha1.Analysi
 // from a ClusterAnalysisTemplate.
 func (c *Controller) provider(run *rolloutv1alpha1.AnalysisRun, metric rolloutv1alpha1.Metric) Provider {
 	platform := platformMetric(run, metric.Name)
+	if metric.Compare != nil && metric.Baseline != nil {
+		canary, baseline := metric, metric
+		canary.Compare, canary.Baseline = nil, nil
+		baseline.Provider, baseline.Compare, baseline.Baseline = *metric.Baseline, nil, nil
+		return compareProvider{canary: c.provider(run, canary), baseline: c.provider(run, baseline)}
+	}
 	switch {
 	case metric.Provider.Prometheus != nil:
 		return &PrometheusProvider{Now: c.Now, Egress: c.Egress, Platform: platform}
@@ -261,6 +267,8 @@ func takeMeasurement(ctx context.Context, provider Provider, run *rolloutv1alpha
 	outcome := Outcome{Phase: phase, Value: raw, StartedAt: started}
 	if err != nil {
 		outcome.Message = err.Error()
+	} else if cmp, ok := value.(comparison); ok && metric.Compare != nil {
+		_, outcome.Message = cmp.judge(metric.Compare)
 	}
 	return outcome
 }

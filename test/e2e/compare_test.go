@@ -55,12 +55,25 @@ func TestCompareAnalysisFailsACanaryWorseThanItsBaseline(t *testing.T) {
 		return rolloutv1alpha1.Metric{Name: name, InitialDelay: "12s", Interval: "2s", Count: ptr.To[int32](3), SuccessCondition: success,
 			Provider: rolloutv1alpha1.MetricProvider{Prometheus: &rolloutv1alpha1.PrometheusMetric{Address: prom.URL, Query: query}}}
 	}
+	// The same judgement in the compare form: the canary clusters' error rate against the
+	// baseline clusters', measured by two queries, at most 1.5 times worse.
+	compareForm := metric("compare-form", errorRate("canary-cluster-regex"), "")
+	compareForm.Baseline = &rolloutv1alpha1.MetricProvider{Prometheus: &rolloutv1alpha1.PrometheusMetric{Address: prom.URL, Query: errorRate("baseline-cluster-regex")}}
+	compareForm.Compare = &rolloutv1alpha1.Comparison{MaxRatio: "1.5"}
+	// baseline without compare is refused by the API server, naming the rule.
+	halfDone := &rolloutv1alpha1.AnalysisTemplate{ObjectMeta: metav1.ObjectMeta{Name: "half-done", Namespace: ns},
+		Spec: rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{*compareForm.DeepCopy()}}}
+	halfDone.Spec.Metrics[0].Compare = nil
+	halfDone.Spec.Metrics[0].Provider.Prometheus.Query = "vector(1)"
+	halfDone.Spec.Metrics[0].Baseline = &rolloutv1alpha1.MetricProvider{Prometheus: &rolloutv1alpha1.PrometheusMetric{Address: prom.URL, Query: "vector(1)"}}
+	g.Expect(cp.Create(ctx, halfDone)).To(gomega.MatchError(gomega.ContainSubstring("baseline and compare go together")))
 	template := &rolloutv1alpha1.AnalysisTemplate{ObjectMeta: metav1.ObjectMeta{Name: "canary-vs-baseline", Namespace: ns},
 		Spec: rolloutv1alpha1.AnalysisTemplateSpec{
 			Args: []rolloutv1alpha1.Argument{{Name: "canary-cluster-regex"}, {Name: "baseline-cluster-regex"}},
 			Metrics: []rolloutv1alpha1.Metric{
 				metric("threshold", errorRate("canary-cluster-regex"), "result[0] < 0.05"),
 				metric("compare", errorRate("canary-cluster-regex")+" / "+errorRate("baseline-cluster-regex"), "result[0] <= 1.5"),
+				compareForm,
 			},
 		}}
 	gate := policyv1alpha1.Gates{Analysis: &policyv1alpha1.AnalysisGate{Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: template.Name}}}}
@@ -96,6 +109,15 @@ func TestCompareAnalysisFailsACanaryWorseThanItsBaseline(t *testing.T) {
 		}
 	}
 	g.Expect(phases).To(gomega.HaveKeyWithValue("compare", rolloutv1alpha1.AnalysisFailed), "%+v", run.Status.MetricResults)
+	g.Expect(phases).To(gomega.HaveKeyWithValue("compare-form", rolloutv1alpha1.AnalysisFailed), "%+v", run.Status.MetricResults)
+	for _, r := range run.Status.MetricResults {
+		if r.Name == "compare-form" && len(r.Measurements) > 0 {
+			m := r.Measurements[len(r.Measurements)-1]
+			g.Expect(m.Value).To(gomega.And(gomega.ContainSubstring(`"canary":`), gomega.ContainSubstring(`"baseline":`)))
+			g.Expect(m.Message).To(gomega.ContainSubstring("worse than allowed"))
+			g.Expect(m.Value).NotTo(gomega.ContainSubstring(`"canary":1,`), "the canary's own error rate, not the refused template's query")
+		}
+	}
 	g.Expect(phases["threshold"]).NotTo(gomega.Equal(rolloutv1alpha1.AnalysisFailed), "3%% stays under the fixed 5%% threshold: %+v", run.Status.MetricResults)
 	for _, m := range []string{"west", "europe"} {
 		g.Expect(memberImage(t, m, ns, app)).To(gomega.Equal("registry.example/shop:1.0"), "the rest never ran the worse version")

@@ -34,6 +34,8 @@ type Duration string
 // Metric is one measurement taken repeatedly and judged by its conditions.
 // +kubebuilder:validation:XValidation:rule="[has(self.provider.prometheus), has(self.provider.web), has(self.provider.job)].filter(x, x).size() == 1",message="a metric has exactly one provider: prometheus, web or job"
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !self.interval.matches('^(0+([.]0+)?(ns|us|µs|ms|s|m|h))+$') || (has(self.count) && self.count > 0)",message="interval: a zero interval without a count measures back to back forever; set an interval such as 30s, or a count of at least 1"
+// +kubebuilder:validation:XValidation:rule="has(self.baseline) == has(self.compare)",message="baseline and compare go together: baseline measures the stable version, compare says how far the canary may be from it"
+// +kubebuilder:validation:XValidation:rule="!has(self.baseline) || ([has(self.baseline.prometheus), has(self.baseline.web)].filter(x, x).size() == 1 && !has(self.baseline.job) && !has(self.provider.job))",message="baseline: give exactly one of prometheus or web (a job has no value to compare), and a provider that is not a job"
 type Metric struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -72,6 +74,36 @@ type Metric struct {
 	// provider takes the measurement.
 	// +required
 	Provider MetricProvider `json:"provider"`
+	// baseline measures the stable version the way provider measures the canary (usually the
+	// same query with the baseline arguments: {{args.baseline-cluster-regex}}); compare then
+	// judges the canary's value against it. Conditions, when set, still judge the canary's
+	// value (`result`); both must pass.
+	// +optional
+	Baseline *MetricProvider `json:"baseline,omitempty"`
+	// compare says how far the canary's value may be from the baseline's.
+	// +optional
+	Compare *Comparison `json:"compare,omitempty"`
+}
+
+// Comparison judges a canary's value against its baseline's, for metrics where lower is better
+// (error rates, latencies) unless higherIsBetter (success rates, throughput).
+// +kubebuilder:validation:XValidation:rule="has(self.maxRatio) || has(self.maxDifference)",message="compare: give maxRatio, maxDifference or both"
+type Comparison struct {
+	// maxRatio: the canary may be at most this many times worse than the baseline, e.g. "1.5"
+	// (canary/baseline, or baseline/canary when higher is better).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+([.][0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=16
+	MaxRatio string `json:"maxRatio,omitempty"`
+	// maxDifference: the canary may be at most this much worse than the baseline, e.g. "0.01"
+	// (canary-baseline, or baseline-canary when higher is better).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+([.][0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=16
+	MaxDifference string `json:"maxDifference,omitempty"`
+	// higherIsBetter turns the comparison around.
+	// +optional
+	HigherIsBetter bool `json:"higherIsBetter,omitempty"`
 }
 
 // MetricProvider is where a measurement comes from.
