@@ -653,9 +653,31 @@ func printRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 				phase, msg = string(run.Status.Phase), run.Status.Message
 			}
 			fmt.Fprintf(out, "%s└─ %s analysis %s  %s  %s\n", indent, symbol(phase), w.AnalysisRun, orDash(phase), msg)
+			for _, v := range compareVerdicts(run) {
+				fmt.Fprintf(out, "%s   %s\n", indent, v)
+			}
 		}
 	}
 	return nil
+}
+
+// compareVerdicts are the last verdicts of a run's compare metrics: the canary against its
+// baseline, in the words the analysis controller recorded.
+func compareVerdicts(run *rolloutv1alpha1.AnalysisRun) []string {
+	var out []string
+	for _, m := range run.Spec.Metrics {
+		if m.Compare == nil {
+			continue
+		}
+		for _, r := range run.Status.MetricResults {
+			if r.Name != m.Name || len(r.Measurements) == 0 {
+				continue
+			}
+			last := r.Measurements[len(r.Measurements)-1]
+			out = append(out, fmt.Sprintf("%s compare %s  %s  %s", symbol(string(last.Phase)), m.Name, last.Phase, last.Message))
+		}
+	}
+	return out
 }
 
 // waveText is a wave's message, led by the canary step it stands at as people count steps

@@ -532,3 +532,42 @@ func TestReleaseTreeKeepsAClusterThatLeft(t *testing.T) {
 		t.Errorf("tree lacks %q:\n%s", want, out.String())
 	}
 }
+
+// The tree says how each compare metric judged the canary against its baseline.
+func TestReleaseTreeShowsCompareVerdicts(t *testing.T) {
+	ctx := context.Background()
+	waves := []policyv1alpha1.Wave{{Name: "canary", ClusterNames: []string{"east"}}, {Name: "rest", ClusterNames: []string{"west"}}}
+	b := releasedBinding(&workv1alpha1.Revisions{Latest: 2, Stable: 1, Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 2}}},
+		workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy},
+		workv1alpha1.ClusterStatus{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy})
+	rel := webRelease(2, 1, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseRolledBack, Waves: []rolloutv1alpha1.WaveStatus{
+		{Name: "canary", Phase: rolloutv1alpha1.WaveFailed, AnalysisRun: "web-deployment-r2-canary", Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterRolledBack}}},
+		{Name: "rest", Phase: rolloutv1alpha1.WavePending, Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "west", Phase: rolloutv1alpha1.ClusterPending}}},
+	}}, waves...)
+	run := &rolloutv1alpha1.AnalysisRun{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-r2-canary"},
+		Spec: rolloutv1alpha1.AnalysisRunSpec{Metrics: []rolloutv1alpha1.Metric{
+			{Name: "threshold", SuccessCondition: "result < 0.05"},
+			{Name: "errors-vs-stable", Compare: &rolloutv1alpha1.Comparison{MaxRatio: "1.5"}},
+		}},
+		Status: rolloutv1alpha1.AnalysisRunStatus{Phase: rolloutv1alpha1.AnalysisFailed, MetricResults: []rolloutv1alpha1.MetricResult{
+			{Name: "threshold", Phase: rolloutv1alpha1.AnalysisSuccessful, Measurements: []rolloutv1alpha1.Measurement{{Phase: rolloutv1alpha1.AnalysisSuccessful, Value: "[0.03]"}}},
+			{Name: "errors-vs-stable", Phase: rolloutv1alpha1.AnalysisFailed, Measurements: []rolloutv1alpha1.Measurement{{Phase: rolloutv1alpha1.AnalysisFailed,
+				Value: `{"canary":0.03,"baseline":0.01,"ratio":3,"difference":0.02}`, Message: "canary 0.03 vs baseline 0.01: ratio 3 (at most 1.5), worse than allowed"}}},
+		}}}
+	c := fakeClient(b.DeepCopy(), rel.DeepCopy(), run, revisionOf(t, b, 1, webTemplate("registry.example/web:1")), revisionOf(t, b, 2, webTemplate("registry.example/web:2")))
+	tgt, err := findRelease(ctx, c, "deployment/web", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printRelease(ctx, &out, tgt); err != nil {
+		t.Fatal(err)
+	}
+	want := "compare errors-vs-stable  Failed  canary 0.03 vs baseline 0.01: ratio 3 (at most 1.5), worse than allowed"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("tree lacks %q:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "compare threshold") {
+		t.Fatalf("only compare metrics get a verdict line:\n%s", out.String())
+	}
+}

@@ -381,7 +381,11 @@
     return h('div', { class: 'card', 'data-analysis': a.name },
       h('div', {}, h('strong', {}, a.name), a.wave ? ' (wave ' + a.wave + ') ' : ' (background) ', h('span', { class: 'phase ' + a.phase }, a.phase || 'Pending')),
       a.message ? h('div', { class: 'muted' }, a.message) : null,
-      (a.metrics || []).map((m) => h('div', {}, h('div', {}, m.name + ': ' + (m.phase || '') + ' · ' + (m.successful || 0) + ' passed, ' + (m.failed || 0) + ' failed'), chart(m))));
+      (a.metrics || []).map((m) => {
+        const last = (m.measurements || [])[(m.measurements || []).length - 1];
+        return h('div', { 'data-metric': m.name }, h('div', {}, m.name + ': ' + (m.phase || '') + ' · ' + (m.successful || 0) + ' passed, ' + (m.failed || 0) + ' failed'),
+          last && last.message ? h('div', { class: 'muted verdict' }, last.message) : null, chart(m));
+      }));
   }
 
   // chart draws a metric's measurements as a small line chart (SVG, built node by node).
