@@ -79,7 +79,7 @@ func (p compareProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analy
 	if err != nil {
 		return nil, "", fmt.Errorf("baseline: %w", err)
 	}
-	c, err := scalar(cv)
+	c, err := worst(cv, metric.Compare.HigherIsBetter)
 	if err != nil {
 		return nil, "", fmt.Errorf("canary: %w", err)
 	}
@@ -89,6 +89,23 @@ func (p compareProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analy
 	}
 	cmp := newComparison(c, b, metric.Compare.HigherIsBetter, cv)
 	return cmp, cmp.raw(), nil
+}
+
+// worst is the canary's worst value: of several (one per cluster, or a vector), the highest
+// when lower is better and the lowest when higher is better, so every canary cluster must be
+// within the comparison.
+func worst(v any, higherIsBetter bool) (float64, error) {
+	values, ok := v.([]float64)
+	if !ok || len(values) < 2 {
+		return scalar(v)
+	}
+	w := values[0]
+	for _, f := range values[1:] {
+		if (!higherIsBetter && f > w) || (higherIsBetter && f < w) {
+			w = f
+		}
+	}
+	return w, nil
 }
 
 // scalar reads one number from a measured value: a number, the first of a vector, or a string

@@ -74,3 +74,12 @@ func TestCompareSaysWhichSideFailed(t *testing.T) {
 		t.Fatalf("an infinite ratio is recorded as JSON: %s", c.raw())
 	}
 }
+
+func TestCompareTakesTheWorstCanaryCluster(t *testing.T) {
+	m := compareMetric(rolloutv1alpha1.Comparison{MaxRatio: "1.5"}, "")
+	o := takeMeasurement(context.Background(), compareProvider{canary: fixedProvider{value: []float64{0.01, 0.03}}, baseline: fixedProvider{value: 0.01}},
+		&rolloutv1alpha1.AnalysisRun{}, m, time.Now())
+	if o.Phase != rolloutv1alpha1.AnalysisFailed || !strings.Contains(o.Message, "canary 0.03") {
+		t.Fatalf("one canary cluster 3x worse fails the comparison: %s %q", o.Phase, o.Message)
+	}
+}

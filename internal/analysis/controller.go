@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 )
 
@@ -237,7 +238,7 @@ func (c *Controller) provider(run *rolloutv1alpha1.AnalysisRun, metric rolloutv1
 	}
 	switch {
 	case metric.Provider.Prometheus != nil:
-		return &PrometheusProvider{Now: c.Now, Egress: c.Egress, Platform: platform}
+		return &PrometheusProvider{Now: c.Now, Egress: c.Egress, Platform: platform, ClusterLabels: c.clusterLabels}
 	case metric.Provider.Web != nil:
 		return &WebProvider{Egress: c.Egress, Platform: platform}
 	case metric.Provider.Job != nil && c.Members != nil:
@@ -246,6 +247,15 @@ func (c *Controller) provider(run *rolloutv1alpha1.AnalysisRun, metric rolloutv1
 		return failingProvider{errors.New("job metrics are not available: the controller has no access to member clusters")}
 	}
 	return failingProvider{errors.New("provider: set exactly one of prometheus, web or job")}
+}
+
+// clusterLabels reads a member's labels from its Cluster.
+func (c *Controller) clusterLabels(ctx context.Context, name string) (map[string]string, error) {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
+		return nil, err
+	}
+	return cl.Labels, nil
 }
 
 type failingProvider struct{ err error }

@@ -30,6 +30,8 @@ type PrometheusProvider struct {
 	Platform bool
 	// Now is the evaluation time of queries; nil means time.Now.
 	Now func() time.Time
+	// ClusterLabels reads the labels of the wave's clusters for {{cluster.*}} templates.
+	ClusterLabels ClusterLabels
 }
 
 // Measure implements Provider.
@@ -42,6 +44,15 @@ func (p *PrometheusProvider) Measure(ctx context.Context, run *rolloutv1alpha1.A
 	if err != nil {
 		return nil, "", fmt.Errorf("provider.prometheus.query: %w", err)
 	}
+	if perCluster(spec.Address) || perCluster(query) {
+		return p.measurePerCluster(ctx, run, spec.Address, query, spec.TimeoutSeconds)
+	}
+	return p.query(ctx, spec.Address, query, spec.TimeoutSeconds)
+}
+
+// query runs one instant query.
+func (p *PrometheusProvider) query(ctx context.Context, address, query string, timeoutSeconds int32) (any, string, error) {
+	spec := &rolloutv1alpha1.PrometheusMetric{Address: address, Query: query, TimeoutSeconds: timeoutSeconds}
 	if _, err := checkScheme("provider.prometheus.address", spec.Address); err != nil {
 		return nil, "", err
 	}

@@ -74,6 +74,8 @@ func TestCompareAnalysisFailsACanaryWorseThanItsBaseline(t *testing.T) {
 				metric("threshold", errorRate("canary-cluster-regex"), "result[0] < 0.05"),
 				metric("compare", errorRate("canary-cluster-regex")+" / "+errorRate("baseline-cluster-regex"), "result[0] <= 1.5"),
 				compareForm,
+				// Each cluster of the wave on its own: the query templated by the cluster's name.
+				metric("per-cluster", `sum(rate(demo_requests_total{code="500",cluster="{{cluster.name}}"}[10s])) / sum(rate(demo_requests_total{cluster="{{cluster.name}}"}[10s]))`, "all(result, {# < 0.05})"),
 			},
 		}}
 	gate := policyv1alpha1.Gates{Analysis: &policyv1alpha1.AnalysisGate{Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: template.Name}}}}
@@ -110,6 +112,12 @@ func TestCompareAnalysisFailsACanaryWorseThanItsBaseline(t *testing.T) {
 	}
 	g.Expect(phases).To(gomega.HaveKeyWithValue("compare", rolloutv1alpha1.AnalysisFailed), "%+v", run.Status.MetricResults)
 	g.Expect(phases).To(gomega.HaveKeyWithValue("compare-form", rolloutv1alpha1.AnalysisFailed), "%+v", run.Status.MetricResults)
+	for _, r := range run.Status.MetricResults {
+		if r.Name == "per-cluster" {
+			g.Expect(r.Measurements).NotTo(gomega.BeEmpty())
+			g.Expect(r.Measurements[0].Value).To(gomega.MatchRegexp(`^\{"east":0\.0[0-9]+\}$`), "one value for the wave's one cluster")
+		}
+	}
 	for _, r := range run.Status.MetricResults {
 		if r.Name == "compare-form" && len(r.Measurements) > 0 {
 			m := r.Measurements[len(r.Measurements)-1]
