@@ -66,6 +66,11 @@ https://INVENTORY/dashboard/.`,
 			if (certFile == "") != (keyFile == "") {
 				return errors.New("--tls-cert-file and --tls-key-file go together")
 			}
+			if host, _, err := net.SplitHostPort(address); err != nil {
+				return fmt.Errorf("--address %q: give host:port, for example 127.0.0.1:8090", address)
+			} else if ip := net.ParseIP(host); certFile == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+				return fmt.Errorf("--address %s reaches beyond this machine: give --tls-cert-file and --tls-key-file, or tokens and session cookies would travel in clear", address)
+			}
 			opts := dashboard.Options{InventoryURL: base, ControlPlane: rest.AnonymousClientConfig(cfg), Steer: steerRelease}
 			if !tokensOnly {
 				key := make([]byte, 24)

@@ -83,3 +83,18 @@ func TestUpTakesManagerSettingsFromTheFleetFile(t *testing.T) {
 		}
 	}
 }
+
+func TestDashboardRefusesCleartextBeyondLoopback(t *testing.T) {
+	var out bytes.Buffer
+	cmd := NewRootCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd.SetArgs([]string{"dashboard", "--address", "0.0.0.0:8090", "--kubeconfig", kubeconfig, "--inventory-url", "https://127.0.0.1:2", "--state-dir", dir})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--tls-cert-file") {
+		t.Fatalf("serving tokens in clear beyond this machine must be refused, got %v", err)
+	}
+}

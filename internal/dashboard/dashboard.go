@@ -53,6 +53,9 @@ var assets embed.FS
 // SessionCookie names the session cookie.
 const SessionCookie = "flotilla_session"
 
+// maxSessions bounds the logins held in memory.
+const maxSessions = 10000
+
 // sessionTTL is how long a login lasts.
 const sessionTTL = 8 * time.Hour
 
@@ -210,10 +213,16 @@ func (s *Server) newSession(w http.ResponseWriter, r *http.Request, cfg *rest.Co
 	id := randomString()
 	ss := &session{user: user, groups: groups, csrf: randomString(), cfg: cfg, expires: time.Now().Add(sessionTTL)}
 	s.mu.Lock()
+	var oldest string
 	for k, old := range s.sessions { // forget expired logins as new ones come
 		if time.Now().After(old.expires) {
 			delete(s.sessions, k)
+		} else if oldest == "" || old.expires.Before(s.sessions[oldest].expires) {
+			oldest = k
 		}
+	}
+	if len(s.sessions) >= maxSessions { // bounded memory: the oldest login goes first
+		delete(s.sessions, oldest)
 	}
 	s.sessions[id] = ss
 	s.mu.Unlock()

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -177,5 +178,20 @@ func TestHandlerTransportStreams(t *testing.T) {
 	line, _ = r.ReadString('\n')
 	if line != "event: changes\n" {
 		t.Fatalf("second event %q", line)
+	}
+}
+
+func TestSessionsAreBounded(t *testing.T) {
+	s, ts := newTestServer(t)
+	for i := range maxSessions {
+		s.sessions[fmt.Sprint("login-", i)] = &session{expires: time.Now().Add(time.Duration(i+1) * time.Minute)}
+	}
+	req := httptest.NewRequest(http.MethodPost, ts.URL+"/api/login", nil)
+	s.newSession(httptest.NewRecorder(), req, &rest.Config{}, "carol", nil)
+	if len(s.sessions) != maxSessions {
+		t.Errorf("%d sessions kept, want at most %d", len(s.sessions), maxSessions)
+	}
+	if _, ok := s.sessions["login-0"]; ok {
+		t.Error("the oldest login goes first")
 	}
 }
