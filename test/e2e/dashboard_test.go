@@ -208,7 +208,20 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	otherPolicy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: teamB},
 		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: other.Name}},
 			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}}}}
-	createAll(t, g, check, app, target, other, otherPolicy)
+	catalog := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "catalog", Labels: map[string]string{"dash": "catalog"}},
+		Spec: appsv1alpha1.ApplicationSpec{Source: appsv1alpha1.ApplicationSource{Inline: &appsv1alpha1.InlineSource{Manifests: []appsv1alpha1.Manifest{
+			{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"catalog"},"spec":{"replicas":1,` +
+				`"selector":{"matchLabels":{"app":"catalog"}},"template":{"metadata":{"labels":{"app":"catalog"}},"spec":{"containers":[{"name":"catalog","image":"registry.example/catalog:7"}]}}}}`)}},
+			{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"catalog-config"},"data":{"mode":"live"}}`)}}}}}}}
+	catalogTarget := &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "catalog"}, Spec: appsv1alpha1.TargetSpec{
+		AppSelector:     policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"dash": "catalog"}},
+		ClusterSelector: policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"region": "us-east"}},
+		DeletionPolicy:  policyv1alpha1.DeletionDelete}}
+	createAll(t, g, check, app, target, other, otherPolicy, catalog, catalogTarget)
+	t.Cleanup(func() {
+		_ = cp.Delete(context.Background(), catalog)
+		_ = cp.Delete(context.Background(), catalogTarget)
+	})
 	t.Cleanup(func() {
 		for _, o := range []client.Object{app, target, other, otherPolicy, check} {
 			_ = cp.Delete(context.Background(), o)
@@ -218,6 +231,7 @@ func TestDashboardInARealBrowser(t *testing.T) {
 		g.Eventually(func() string { return memberImage(t, m, teamA, "shop") }).Should(gomega.Equal("registry.example/shop:1.0"), m)
 	}
 	g.Eventually(func() int32 { return memberReplicas(t, "east", teamB, other.Name) }).Should(gomega.Equal(int32(1)))
+	g.Eventually(func() int32 { return memberReplicas(t, "east", teamB, "catalog") }).Should(gomega.Equal(int32(1)))
 
 	// The reader sees team A's application, at revision 1 with its image, and nothing of team B.
 	ctx := browser(t)
@@ -228,6 +242,7 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	matrix := textOf(ctx, "#matrix")
 	g.Expect(matrix).To(gomega.ContainSubstring("shop"))
 	g.Expect(matrix).NotTo(gomega.ContainSubstring("team-b-secret"), "team B's app is not the reader's to see")
+	g.Expect(matrix).NotTo(gomega.ContainSubstring("catalog"))
 	g.Expect(matrix).NotTo(gomega.ContainSubstring(teamB))
 
 	// The HTML in the description is shown as text: no element made from it, no script run.
@@ -316,6 +331,16 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	login(t, ctx, opsToken)
 	inBrowser(t, ctx, "everyone's fleet", chromedp.WaitVisible(chromedp.ID("matrix")))
 	g.Eventually(func() string { return textOf(ctx, "#matrix") }).Should(gomega.ContainSubstring("team-b-secret"))
+	// One row per application, however many templates it has; its cell lists them all.
+	g.Eventually(func() string { return textOf(ctx, `[data-app="dash-b/catalog"]`) }).Should(gomega.And(
+		gomega.ContainSubstring("ConfigMap/catalog-config"), gomega.ContainSubstring("Deployment/catalog")))
+	g.Expect(evaluate[int](t, ctx, `document.querySelectorAll('[data-app^="dash-b/catalog"]').length`)).To(gomega.Equal(1), "a Deployment and a ConfigMap, one row")
+	g.Expect(textOf(ctx, `[data-cell="dash-b/catalog/east"]`)).To(gomega.ContainSubstring("catalog:7"))
+	goTo(t, ctx, "#/cell/dash-b/catalog/east")
+	g.Eventually(func() string { return textOf(ctx, "#cell-detail") }).Should(gomega.And(gomega.ContainSubstring("Deployment dash-b/catalog"),
+		gomega.ContainSubstring("ConfigMap dash-b/catalog-config"), gomega.ContainSubstring("1 ready of 1")))
+	goTo(t, ctx, "#/fleet")
+	inBrowser(t, ctx, "back to the fleet", chromedp.WaitVisible(chromedp.ID("matrix")))
 	// A change by hand in a member is put back and marked as drift in its cell.
 	g.Eventually(func() error {
 		d := &appsv1.Deployment{}

@@ -48,7 +48,7 @@
     return body;
   }
 
-  // Routes: #/fleet, #/cell/NS/KIND/NAME/CLUSTER, #/clusters, #/cluster/NAME, #/releases,
+  // Routes: #/fleet, #/cell/NS/APP-OR-TEMPLATE/CLUSTER, #/clusters, #/cluster/NAME, #/releases,
   // #/release/NS/NAME, #/history?application=&cluster=&team=
   function route() {
     const hash = location.hash.replace(/^#\/?/, '');
@@ -186,6 +186,40 @@
   }
   function health(p) { return p.health || (p.applied ? 'Unknown' : 'Pending'); }
 
+  // groupByApplication makes one row per Application (its templates together) and one per
+  // template that belongs to none; row.name is the application's or the template's name.
+  function groupByApplication(items) {
+    const rows = new Map();
+    for (const w of items) {
+      const name = w.application || w.name;
+      const key = w.namespace + '/' + (w.application ? 'app:' + w.application : w.kind + '/' + w.name);
+      if (!rows.has(key)) rows.set(key, { namespace: w.namespace, name, title: w.application || (w.kind + '/' + w.name), description: w.description, items: [] });
+      rows.get(key).items.push(w);
+    }
+    return [...rows.values()];
+  }
+
+  const worse = ['Healthy', 'Unknown', 'Pending', 'Progressing', 'Degraded'];
+  // summarize is one cell of several objects: the worst health, the revision and images of
+  // the tracked workloads, synced only when all are.
+  function summarize(ps) {
+    const out = { health: 'Healthy', revision: 0, images: [], synced: true, lost: false, suspended: false };
+    for (const p of ps) {
+      const hl = health(p);
+      if (worse.indexOf(hl) > worse.indexOf(out.health)) out.health = hl;
+      // The revision shown is a workload's (one with images), else any tracked one.
+      if (p.revision && (!out.revision || (p.images && p.images.length && !out.fromWorkload))) {
+        out.revision = p.revision;
+        out.fromWorkload = !!(p.images && p.images.length);
+      }
+      for (const i of p.images || []) if (!out.images.includes(i)) out.images.push(i);
+      out.synced = out.synced && p.synced;
+      out.lost = out.lost || p.lost;
+      out.suspended = out.suspended || p.suspended;
+    }
+    return out;
+  }
+
   async function renderFleet(r) {
     const [apps, clusters] = await Promise.all([api('applications'), api('clusters').catch(() => ({ items: [] }))]);
     const teams = [...new Set(apps.items.map((w) => w.namespace).filter(Boolean))].sort();
@@ -203,28 +237,29 @@
     const known = new Map(clusters.items.map((c) => [c.name, c]));
     for (const w of apps.items) for (const p of w.clusters) if (!known.has(p.cluster)) known.set(p.cluster, { name: p.cluster, labels: {} });
     const cols = [...known.values()].filter((c) => clusterOk(c.labels || {})).sort((a, b) => a.name.localeCompare(b.name));
-    const rows = apps.items.filter((w) => (!team || w.namespace === team) && appOk(w.labels || {}));
+    const rows = groupByApplication(apps.items.filter((w) => (!team || w.namespace === team) && appOk(w.labels || {})));
     if (rows.length === 0) return h('p', { class: 'muted', id: 'empty' }, 'No applications you may read match.');
     const head = h('tr', {}, h('th', {}, 'Application'), cols.map((c) => h('th', { title: c.shortName ? c.name + ' (' + c.shortName + ')' : c.name, 'data-column': c.name }, h('span', { class: 'dot ' + (c.ready || '') }), c.name)));
-    const body = rows.map((w) => {
-      const byCluster = new Map(w.clusters.map((p) => [p.cluster, p]));
-      const title = w.application || (w.kind + '/' + w.name);
-      return h('tr', { 'data-app': w.namespace + '/' + w.name },
-        h('td', {}, h('strong', { class: 'app-name' }, title),
-          h('div', { class: 'muted' }, w.namespace + ' · ' + w.kind + '/' + w.name),
-          w.description ? h('div', { class: 'muted app-description' }, w.description) : null),
+    const body = rows.map((row) => {
+      const objects = row.items.map((w) => w.kind + '/' + w.name);
+      return h('tr', { 'data-app': row.namespace + '/' + row.name },
+        h('td', {}, h('strong', { class: 'app-name' }, row.title),
+          h('div', { class: 'muted' }, row.namespace + ' · ' + (objects.length > 3 ? objects.length + ' objects' : objects.join(', '))),
+          row.description ? h('div', { class: 'muted app-description' }, row.description) : null),
         cols.map((c) => {
-          const p = byCluster.get(c.name);
-          if (!p) return h('td', { class: 'muted' }, '—');
+          const ps = row.items.map((w) => w.clusters.find((p) => p.cluster === c.name)).filter(Boolean);
+          if (!ps.length) return h('td', { class: 'muted' }, '—');
+          const p = summarize(ps);
           return h('td', {
-            class: 'cell ' + health(p), 'data-cell': w.namespace + '/' + w.name + '/' + c.name,
-            onclick: () => { location.hash = '#/cell/' + [w.namespace, w.kind, w.name, c.name].map(enc).join('/'); },
+            class: 'cell ' + p.health, 'data-cell': row.namespace + '/' + row.name + '/' + c.name,
+            onclick: () => { location.hash = '#/cell/' + [row.namespace, row.name, c.name].map(enc).join('/'); },
           },
-          h('span', { class: 'dot' }), p.revision ? h('span', { class: 'rev' }, 'r' + p.revision + ' ') : null, h('span', { class: 'health' }, health(p)),
-          (p.images || []).map((i) => h('span', { class: 'img' }, shortImage(i))),
+          h('span', { class: 'dot' }), p.revision ? h('span', { class: 'rev' }, 'r' + p.revision + ' ') : null, h('span', { class: 'health' }, p.health),
+          p.images.map((i) => h('span', { class: 'img' }, shortImage(i))),
+          ps.length < row.items.length ? h('span', { class: 'img' }, ps.length + ' of ' + row.items.length + ' objects here') : null,
           h('div', {},
             p.synced ? null : h('span', { class: 'tag out', title: 'not on the latest revision' }, 'out of sync'),
-            driftTag(p),
+            ps.map(driftTag),
             p.lost ? h('span', { class: 'tag lost' }, 'cluster lost') : null,
             p.suspended ? h('span', { class: 'tag' }, 'suspended') : null));
         }));
@@ -233,29 +268,34 @@
   }
 
   async function renderCell(r) {
-    const [ns, kind, name, cluster] = r.args;
-    const apps = await api('applications?' + new URLSearchParams({ namespace: ns, kind, name }));
-    const w = apps.items[0];
-    if (!w) return h('p', { class: 'error' }, kind + '/' + name + ' is not placed, or you may not read it.');
-    const p = w.clusters.find((c) => c.cluster === cluster);
-    const hist = await api('history?' + new URLSearchParams({ name, cluster, kind, limit: '20' })).catch(() => ({ items: [] }));
-    const rows = [
-      ['Application', w.application || '—'], ['Object', w.kind + ' ' + ns + '/' + w.name], ['Cluster', cluster],
-      ['Revision', p && p.revision ? 'r' + p.revision + ' (latest r' + (w.latestRevision || p.revision) + ')' : 'not tracked (no rollout)'],
-      ['Health', p ? health(p) : '—'], ['Synced', p ? (p.synced ? 'yes' : 'no') : '—'],
-      ['Replicas', p && p.replicas !== undefined ? (p.readyReplicas || 0) + ' ready of ' + p.replicas : '—'],
-      ['Images', p && p.images ? p.images.join(', ') : '—'], ['Commit', (p && p.commit) || w.commit || '—'],
-      ['Since', p && p.since ? new Date(p.since).toLocaleString() : '—'],
-      ['Last error', (p && p.message) || '—'],
-      ['Drift', p && p.driftCorrections ? 'put back ' + p.driftCorrections + '× (last ' + new Date(p.lastCorrection).toLocaleString() + '): ' + (p.drifted || []).join('; ')
-        : (p && p.drifted ? 'standing (reported): ' + p.drifted.join('; ') : 'none')],
-      ['Placed by', [w.policy].concat(w.targetPolicies || []).join(', ')],
-    ];
+    const [ns, name, cluster] = r.args;
+    const apps = await api('applications?' + new URLSearchParams({ namespace: ns }));
+    const items = apps.items.filter((w) => w.application === name).concat(apps.items.filter((w) => !w.application && w.name === name));
+    if (!items.length) return h('p', { class: 'error' }, name + ' is not placed in ' + ns + ', or you may not read it.');
+    const app = items[0].application;
+    const hist = await api('history?' + new URLSearchParams(Object.assign(app ? { application: app } : { name }, { cluster, limit: '20' }))).catch(() => ({ items: [] }));
+    const cards = items.map((w) => {
+      const p = w.clusters.find((c) => c.cluster === cluster);
+      const rows = [
+        ['Object', w.kind + ' ' + ns + '/' + w.name],
+        ['Revision', p && p.revision ? 'r' + p.revision + ' (latest r' + (w.latestRevision || p.revision) + ')' : (p ? 'not tracked (no rollout)' : 'not placed in ' + cluster)],
+        ['Health', p ? health(p) : '—'], ['Synced', p ? (p.synced ? 'yes' : 'no') : '—'],
+        ['Replicas', p && p.replicas !== undefined ? (p.readyReplicas || 0) + ' ready of ' + p.replicas : '—'],
+        ['Images', p && p.images ? p.images.join(', ') : '—'], ['Commit', (p && p.commit) || w.commit || '—'],
+        ['Since', p && p.since ? new Date(p.since).toLocaleString() : '—'],
+        ['Last error', (p && p.message) || '—'],
+        ['Drift', p && p.driftCorrections ? 'put back ' + p.driftCorrections + '× (last ' + new Date(p.lastCorrection).toLocaleString() + '): ' + (p.drifted || []).join('; ')
+          : (p && p.drifted ? 'standing (reported): ' + p.drifted.join('; ') : 'none')],
+        ['Placed by', [w.policy].concat(w.targetPolicies || []).join(', ')],
+      ];
+      return h('div', { class: 'card', 'data-object': w.kind + '/' + w.name }, h('dl', {}, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+    });
     return h('div', {},
-      h('h1', {}, (w.application || w.name) + ' in ' + cluster),
-      h('div', { class: 'card' }, h('dl', { id: 'cell-detail' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
+      h('h1', {}, (app || items[0].kind + '/' + name) + ' in ' + cluster),
+      items[0].description ? h('p', { class: 'muted app-description' }, items[0].description) : null,
+      h('div', { id: 'cell-detail' }, cards),
       h('h2', {}, 'Events'), timeline(hist.items),
-      h('p', {}, link('Whole history of ' + (w.application || w.name), '#/history?' + new URLSearchParams(w.application ? { application: w.application } : { name: w.name }))));
+      h('p', {}, link('Whole history of ' + (app || name), '#/history?' + new URLSearchParams(app ? { application: app } : { name }))));
   }
 
   // ----- clusters -----
@@ -297,7 +337,7 @@
       h('h2', {}, 'What runs here'),
       apps.items.length ? h('table', {}, h('tbody', {}, apps.items.map((w) => {
         const p = w.clusters.find((x) => x.cluster === name) || {};
-        return h('tr', { class: 'click ' + health(p), onclick: () => { location.hash = '#/cell/' + [w.namespace, w.kind, w.name, name].map(enc).join('/'); } },
+        return h('tr', { class: 'click ' + health(p), onclick: () => { location.hash = '#/cell/' + [w.namespace, w.application || w.name, name].map(enc).join('/'); } },
           h('td', {}, w.application || w.name), h('td', { class: 'muted' }, w.namespace + ' · ' + w.kind + '/' + w.name),
           h('td', {}, p.revision ? 'r' + p.revision : ''), h('td', {}, h('span', { class: 'dot' }), health(p)));
       }))) : h('p', { class: 'muted' }, 'Nothing you may read.'),
