@@ -29,7 +29,8 @@ lint: ## Vet and format-check the code
 	go vet ./...
 	@test -z "$$(gofmt -l api cmd internal test config)" || { gofmt -l api cmd internal test config; echo "gofmt needed"; exit 1; }
 
-test: tools build ## Unit tests, then end-to-end tests on a local fleet
+test: tools build ## Unit tests, then end-to-end tests on a local fleet (installs the Debian packages they run)
+	@hack/test-deps.sh
 	go test ./api/... ./config/... ./internal/... ./cmd/...
 	FLOTILLA_BIN_DIR=$(BIN) go test -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
 

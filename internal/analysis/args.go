@@ -83,21 +83,28 @@ func substituteAny(v any, values map[string]string) (any, error) {
 // paths relative to the metric.
 func metricArgReferences(m rolloutv1alpha1.Metric) map[string]string {
 	texts := map[string]string{}
-	p := m.Provider
+	providerArgReferences(texts, "provider", m.Provider)
+	if m.Baseline != nil {
+		providerArgReferences(texts, "baseline", *m.Baseline)
+	}
+	return texts
+}
+
+// providerArgReferences adds a provider's texts that may hold {{args.NAME}}, by field path.
+func providerArgReferences(texts map[string]string, field string, p rolloutv1alpha1.MetricProvider) {
 	if p.Prometheus != nil {
-		texts["provider.prometheus.query"] = p.Prometheus.Query
+		texts[field+".prometheus.query"] = p.Prometheus.Query
 	}
 	if p.Web != nil {
-		texts["provider.web.url"] = p.Web.URL
-		texts["provider.web.body"] = p.Web.Body
+		texts[field+".web.url"] = p.Web.URL
+		texts[field+".web.body"] = p.Web.Body
 		for i, h := range p.Web.Headers {
-			texts[fmt.Sprintf("provider.web.headers[%d].value", i)] = h.Value
+			texts[fmt.Sprintf("%s.web.headers[%d].value", field, i)] = h.Value
 		}
 	}
 	if p.Job != nil {
-		texts["provider.job.spec"] = string(p.Job.Spec.Raw)
+		texts[field+".job.spec"] = string(p.Job.Spec.Raw)
 	}
-	return texts
 }
 
 // TemplateProblems reports what in a template keeps a run from being built, each naming its

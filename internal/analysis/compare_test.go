@@ -83,3 +83,12 @@ func TestCompareTakesTheWorstCanaryCluster(t *testing.T) {
 		t.Fatalf("one canary cluster 3x worse fails the comparison: %s %q", o.Phase, o.Message)
 	}
 }
+
+func TestBaselineQueriesNeedDeclaredArgs(t *testing.T) {
+	m := compareMetric(rolloutv1alpha1.Comparison{MaxRatio: "1.5"}, "")
+	m.Baseline.Web.URL = "http://baseline/?clusters={{args.baseline-cluster-regex}}"
+	err := TemplateProblems(rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{m}})
+	if err == nil || !strings.Contains(err.Error(), "baseline.web.url") {
+		t.Fatalf("an undeclared argument in the baseline is named: %v", err)
+	}
+}

@@ -80,27 +80,11 @@ type AnalysisItem struct {
 // releases answers where each release in the user's namespaces stands, newest first.
 func (s *Server) releases(w http.ResponseWriter, r *http.Request, u *User) {
 	q := r.URL.Query()
-	for k := range q {
-		if !slices.Contains([]string{"namespace", "name"}, k) {
-			fail(w, http.StatusBadRequest, k, "unknown parameter %q: use namespace or name", k)
-			return
-		}
-	}
-	scope, err := s.scope(r.Context(), u)
-	if err != nil {
-		fail(w, http.StatusServiceUnavailable, "", "authorizing with the control plane: %v", err)
-		return
-	}
-	ns := q.Get("namespace")
-	if ns != "" && !inScope(scope, ns) {
-		fail(w, http.StatusForbidden, "namespace", "%s may not read namespace %s (list resourcebindings.work.flotilla.dev there)", u.Name, ns)
+	scope, opts, ok := s.namespaced(w, r, u, "namespace", "name")
+	if !ok {
 		return
 	}
 	var rl rolloutv1alpha1.ReleaseList
-	opts := []client.ListOption{}
-	if ns != "" {
-		opts = append(opts, client.InNamespace(ns))
-	}
 	if err := s.Client.List(r.Context(), &rl, opts...); err != nil {
 		fail(w, http.StatusServiceUnavailable, "", "listing releases: %v", err)
 		return

@@ -156,6 +156,34 @@ func (s *Server) scope(ctx context.Context, u *User) ([]string, error) {
 	return out, nil
 }
 
+// namespaced checks a list request: only the named parameters, and a ?namespace= the user may
+// read. It answers the user's scope and the list options of that namespace; on false the
+// failure is written.
+func (s *Server) namespaced(w http.ResponseWriter, r *http.Request, u *User, params ...string) ([]string, []client.ListOption, bool) {
+	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains(params, k) {
+			fail(w, http.StatusBadRequest, k, "unknown parameter %q: use %s", k, strings.Join(params, ", "))
+			return nil, nil, false
+		}
+	}
+	scope, err := s.scope(r.Context(), u)
+	if err != nil {
+		fail(w, http.StatusServiceUnavailable, "", "authorizing with the control plane: %v", err)
+		return nil, nil, false
+	}
+	ns := q.Get("namespace")
+	if ns != "" && !inScope(scope, ns) {
+		fail(w, http.StatusForbidden, "namespace", "%s may not read namespace %s (list resourcebindings.work.flotilla.dev there)", u.Name, ns)
+		return nil, nil, false
+	}
+	var opts []client.ListOption
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	return scope, opts, true
+}
+
 func inScope(scope []string, ns string) bool {
 	return scope == nil || (ns != "" && slices.Contains(scope, ns))
 }
@@ -359,27 +387,12 @@ type Workload struct {
 // applications answers "where does what run, at which version, why, since when".
 func (s *Server) applications(w http.ResponseWriter, r *http.Request, u *User) {
 	q := r.URL.Query()
-	for k := range q {
-		if !slices.Contains([]string{"namespace", "application", "cluster", "kind", "name"}, k) {
-			fail(w, http.StatusBadRequest, k, "unknown parameter %q: use namespace, application, cluster, kind or name", k)
-			return
-		}
-	}
-	scope, err := s.scope(r.Context(), u)
-	if err != nil {
-		fail(w, http.StatusServiceUnavailable, "", "authorizing with the control plane: %v", err)
+	scope, opts, ok := s.namespaced(w, r, u, "namespace", "application", "cluster", "kind", "name")
+	if !ok {
 		return
 	}
 	ns := q.Get("namespace")
-	if ns != "" && !inScope(scope, ns) {
-		fail(w, http.StatusForbidden, "namespace", "%s may not read namespace %s (list resourcebindings.work.flotilla.dev there)", u.Name, ns)
-		return
-	}
 	var bl workv1alpha1.ResourceBindingList
-	opts := []client.ListOption{}
-	if ns != "" {
-		opts = append(opts, client.InNamespace(ns))
-	}
 	if err := s.Client.List(r.Context(), &bl, opts...); err != nil {
 		fail(w, http.StatusServiceUnavailable, "", "listing bindings: %v", err)
 		return

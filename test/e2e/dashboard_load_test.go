@@ -252,27 +252,7 @@ func TestDashboardCommandActsAsYourKubeconfig(t *testing.T) {
 	g.Expect(json.NewDecoder(resp.Body).Decode(&me)).To(gomega.Succeed())
 	resp.Body.Close()
 	g.Expect(me.User).To(gomega.Equal("dora"), "the session is the kubeconfig's client certificate user")
-	g.Eventually(func() string {
-		r, err := c.Get(base + "api/applications")
-		if err != nil {
-			return err.Error()
-		}
-		defer r.Body.Close()
-		var apps struct {
-			Items []struct {
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"items"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&apps); err != nil {
-			return err.Error()
-		}
-		var names []string
-		for _, a := range apps.Items {
-			names = append(names, a.Namespace+"/"+a.Name)
-		}
-		return strings.Join(names, ",")
-	}).Should(gomega.Equal(ns+"/web"), "dora reads her team's namespace only")
+	g.Eventually(func() string { return placedApps(c, base+"api/applications") }).Should(gomega.Equal(ns+"/web"), "dora reads her team's namespace only")
 	cancel()
 	g.Eventually(done).Should(gomega.Receive(gomega.BeNil()), "the command stops with its context")
 }
@@ -333,24 +313,7 @@ func TestDashboardClientCertificateLoginReadsOnly(t *testing.T) {
 	g.Expect(code).To(gomega.Equal(http.StatusOK), "%v", me)
 	g.Expect(me).To(gomega.HaveKeyWithValue("user", "eve"))
 	g.Expect(me).To(gomega.HaveKeyWithValue("readOnly", true))
-	g.Eventually(func() string {
-		r, err := c.Get(fleet.DashboardURL() + "api/applications")
-		if err != nil {
-			return err.Error()
-		}
-		defer r.Body.Close()
-		var apps struct {
-			Items []struct {
-				Namespace, Name string
-			} `json:"items"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&apps)
-		var names []string
-		for _, a := range apps.Items {
-			names = append(names, a.Namespace+"/"+a.Name)
-		}
-		return strings.Join(names, ",")
-	}).Should(gomega.Equal(ns+"/web"), "eve reads her team's namespace as herself")
+	g.Eventually(func() string { return placedApps(c, fleet.DashboardURL()+"api/applications") }).Should(gomega.Equal(ns+"/web"), "eve reads her team's namespace as herself")
 	r, err := c.Get(fleet.DashboardURL() + "api/permissions?namespace=" + ns)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	perm := map[string]any{}
@@ -360,4 +323,28 @@ func TestDashboardClientCertificateLoginReadsOnly(t *testing.T) {
 	code, body := post(c, "api/releases/"+ns+"/web-deployment-r2/promote", me["csrf"].(string))
 	g.Expect(code).To(gomega.Equal(http.StatusForbidden))
 	g.Expect(body["message"]).To(gomega.ContainSubstring("client certificate"))
+}
+
+// placedApps lists NAMESPACE/NAME of the templates the dashboard's api/applications at url
+// answers, comma-separated (or the error).
+func placedApps(c *http.Client, url string) string {
+	r, err := c.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer r.Body.Close()
+	var apps struct {
+		Items []struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&apps); err != nil {
+		return err.Error()
+	}
+	var names []string
+	for _, a := range apps.Items {
+		names = append(names, a.Namespace+"/"+a.Name)
+	}
+	return strings.Join(names, ",")
 }
