@@ -163,12 +163,13 @@ func (s *Supervisor) Run(stop <-chan os.Signal) error {
 	}
 }
 
-// recordStart writes the record and the component's pid file of a start.
+// recordStart writes the record and then the component's pid file of a start: whoever sees
+// the new pid also reads the record (restart count, start time) that goes with it.
 func (s *Supervisor) recordStart(rec SupervisorRecord) error {
-	if err := writeFileAtomic(pidPath(s.StateDir, s.Component), []byte(strconv.Itoa(rec.PID))); err != nil {
+	if err := s.record(rec); err != nil {
 		return err
 	}
-	return s.record(rec)
+	return writeFileAtomic(pidPath(s.StateDir, s.Component), []byte(strconv.Itoa(rec.PID)))
 }
 
 // stopChild forwards sig to the component and waits for it to exit, killing it after

@@ -70,11 +70,21 @@ func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
 			Resource:  workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"},
 			Clusters:  []workv1alpha1.TargetCluster{{Name: "east", Replicas: 1}, {Name: "west", Replicas: 1}}}}
-	for _, o := range []client.Object{web, policy, b} {
+	for _, o := range []client.Object{web, policy} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The detector creates the binding; the scheduler is played here by placing it on both
+	// clusters once it exists (creating it by hand would race the detector).
+	eventually(t, "the detector created the binding", func() bool {
+		cur := &workv1alpha1.ResourceBinding{}
+		if c.Get(ctx, client.ObjectKeyFromObject(b), cur) != nil {
+			return false
+		}
+		cur.Spec.Clusters = b.Spec.Clusters
+		return c.Update(ctx, cur) == nil
+	})
 
 	// The members: every 100ms each cluster reports running its pinned revision, healthy.
 	var mu sync.Mutex
