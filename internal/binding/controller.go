@@ -14,8 +14,6 @@ package binding
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +57,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/match"
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
+	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
 // Finalizer holds a binding until its Works are gone.
@@ -146,8 +145,18 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 				return reqs
 			})))
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &workv1alpha1.ResourceBinding{}, trafficIndex, func(o client.Object) []string {
+		if revs := o.(*workv1alpha1.ResourceBinding).Spec.Revisions; revs != nil {
+			return traffic.Names(revs.Traffic)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	return b.
 		For(&workv1alpha1.ResourceBinding{}).
+		// A workload's traffic split changing renders its Services and routes again.
+		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(routeBindings)).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
 		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(statusSettle)).
 		Watches(&rolloutv1alpha1.Release{}, handler.EnqueueRequestsFromMapFunc(releaseBinding), builder.WithPredicates(releasePhaseChanged)).
@@ -159,6 +168,54 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.LabelChangedPredicate{}, readinessChanged))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(c)
+}
+
+// trafficIndex indexes workload bindings by the Services and routes carrying their traffic
+// ("Kind/name", see traffic.Names).
+const trafficIndex = "spec.revisions.traffic"
+
+// trafficSource is a workload whose traffic split a template carries.
+type trafficSource struct {
+	workload string
+	targets  *workv1alpha1.TrafficTargets
+	revs     *workv1alpha1.Revisions
+}
+
+// routedBy are the workloads of the template's namespace whose traffic it carries.
+func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructured) ([]trafficSource, error) {
+	if tmpl.GetNamespace() == "" {
+		return nil, nil
+	}
+	switch tmpl.GetKind() {
+	case "Service", "HTTPRoute", "VirtualService":
+	default:
+		return nil, nil
+	}
+	list := &workv1alpha1.ResourceBindingList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(tmpl.GetNamespace()), client.MatchingFields{trafficIndex: traffic.Key(tmpl)}); err != nil {
+		return nil, err
+	}
+	var out []trafficSource
+	for i := range list.Items {
+		rb := &list.Items[i]
+		out = append(out, trafficSource{workload: rb.Spec.Resource.Kind + " " + rb.Spec.Resource.Name, targets: rb.Spec.Revisions.Traffic, revs: rb.Spec.Revisions})
+	}
+	return out, nil
+}
+
+// routeBindings are the bindings of the Services and routes a workload binding's traffic
+// goes through.
+func routeBindings(_ context.Context, o client.Object) []reconcile.Request {
+	rb, ok := o.(*workv1alpha1.ResourceBinding)
+	if !ok || rb.Spec.Revisions == nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, key := range traffic.Names(rb.Spec.Revisions.Traffic) {
+		kind, name, _ := strings.Cut(key, "/")
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rb.Namespace, Name: detector.BindingName(kind, name)}})
+	}
+	return reqs
 }
 
 var readinessChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -239,15 +296,7 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 // WorkName is the name of a binding's Work in every execution namespace: NAMESPACE-NAME, or
 // cluster.NAME for a ClusterResourceBinding (namespace names hold no dots, so they never clash).
 func WorkName(b workv1alpha1.Binding) string {
-	n := b.GetNamespace() + "-" + b.GetName()
-	if b.GetNamespace() == "" {
-		n = "cluster." + b.GetName()
-	}
-	if len(n) > 253 {
-		sum := sha256.Sum256([]byte(n))
-		n = n[:240] + "-" + hex.EncodeToString(sum[:])[:12]
-	}
-	return n
+	return workv1alpha1.WorkName(b.GetNamespace(), b.GetName())
 }
 
 func (c *Controller) works(ctx context.Context, b workv1alpha1.Binding) ([]workv1alpha1.Work, error) {
@@ -354,6 +403,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	routed, err := c.routedBy(ctx, tmpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	renderErrors := map[string]string{}
 	worksWritten, terminating := false, false
 	revisions := map[int64]*unstructured.Unstructured{}
@@ -409,7 +462,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				return ctrl.Result{}, err
 			}
 			canary = &canarySource{template: src, replicas: min(pin.Replicas, t.Replicas)}
-			if pin.Revision != rev {
+			if bs.Revisions.Traffic != nil {
+				// Routed or blue-green: the route or the Service decides who gets the
+				// requests, so the primary keeps its full share beside the canary.
+				canary.replicas = pin.Replicas
+			} else if pin.Revision != rev {
 				t.Replicas -= canary.replicas // the canary's replicas come out of the cluster's share
 			} // else the primary took the canary's revision: at full share until the canary goes
 		}
@@ -419,7 +476,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			terminating = true
 			continue
 		}
-		written, err := c.ensureWork(ctx, b, source, rev, canary, in, hasReplicas, t, overriders, existing[t.Name])
+		written, err := c.ensureWork(ctx, b, source, rev, canary, in, hasReplicas, t, overriders, routed, existing[t.Name])
 		if err != nil {
 			var re *renderError
 			if !errors.As(err, &re) {
@@ -590,7 +647,7 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 }
 
 // ensureWork writes the cluster's Work when its content changed and says whether it wrote.
-func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, w *workv1alpha1.Work) (bool, error) {
+func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
@@ -600,6 +657,18 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	level := c.podSecurityLevel(b)
 	if err := overrideAndCheck(manifest, overriders, t.Name, level); err != nil {
 		return false, err
+	}
+	for _, src := range routed {
+		// After the overrides: the split is the release's, whatever a cluster's overrides say.
+		if err := traffic.Render(manifest, src.targets, traffic.StateFor(src.revs, t.Name)); err != nil {
+			return false, &renderError{fmt.Errorf("traffic of %s for cluster %s: %w", src.workload, t.Name, err)}
+		}
+	}
+	if revs := b.BindingSpec().Revisions; revs != nil && revs.Traffic != nil {
+		// The stable Service selects the primary's pods only, never the canary's.
+		if err := render.Role(manifest, traffic.RoleStable); err != nil {
+			return false, &renderError{err}
+		}
 	}
 	var manifests []workv1alpha1.Manifest
 	if b.BindingSpec().PropagateDeps {

@@ -135,6 +135,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	retry := rel.Spec.Retry > rel.Status.ObservedRetry
 	if Final(rel.Status.Phase) && !(retry && (rel.Status.Phase == rolloutv1alpha1.ReleaseAborted || rel.Status.Phase == rolloutv1alpha1.ReleaseRolledBack)) {
+		if routed(rel) || blueGreen(rel) {
+			return c.finishRouted(ctx, rel)
+		}
 		return ctrl.Result{}, nil
 	}
 	if msg := foreignTarget(rel, nil); msg != "" {
@@ -356,6 +359,11 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		ws.Phase, ws.Message, ws.CompletedAt = rolloutv1alpha1.WaveSucceeded, "selects no cluster", &metav1.MicroTime{Time: s.now}
 		return true, nil
 	}
+	if blueGreen(rel) && ws.CurrentStep < 2 && !rel.Spec.PromoteFull {
+		if done, err := c.blueGreenWave(ctx, s, ws, i, wave, clusterStatus); err != nil || !done {
+			return false, err
+		}
+	}
 	if wave.Spec != nil && len(wave.Spec.Steps) > 0 && int(ws.CurrentStep) < len(wave.Spec.Steps) && !rel.Spec.PromoteFull {
 		if done, err := c.canarySteps(ctx, s, ws, wave, clusterStatus); err != nil || !done {
 			return false, err
@@ -375,7 +383,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		st.Deadline = d
 	}
 	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
-	if wave.Spec != nil && !promoted {
+	if wave.Spec != nil && !promoted && !blueGreen(rel) { // blue-green gates ran against the preview
 		g := wave.Spec.Gates
 		st.Gated, st.Analysis, st.Approval = true, g.Analysis != nil, g.ManualApproval
 		st.Bake, _, _ = policyv1alpha1.ParseDuration("", g.BakeTime)
@@ -403,6 +411,15 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		ws.Phase, ws.HealthyAt, ws.Message = v.Phase, nil, v.Message
 		s.after(v.After)
 		return false, nil
+	}
+	if (routed(rel) || blueGreen(rel)) && trafficToStable(s.revs, wave.Clusters) {
+		// Every request goes to the primaries, which run the revision now, before the
+		// canaries (or the blue-green stack) go.
+		if settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters); err != nil || !settled {
+			ws.Message = "primaries healthy; sending all traffic to them before the canaries go: " + msg
+			s.after(trafficPoll)
+			return false, err
+		}
 	}
 	if s.dropCanaries(wave.Clusters) {
 		// The primaries run the revision healthy at their full share: the canaries go now.
@@ -468,7 +485,13 @@ func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha
 		}
 	}
 	s.revs.Pins = kept
-	s.revs.Canaries = nil // every canary is of a revision being released
+	if routed(s.rel) || blueGreen(s.rel) {
+		// Routes and Services return every request to the stable pods first; the canaries go
+		// once they did (finishTraffic, after this release ended).
+		trafficToStable(s.revs, nil)
+	} else {
+		s.revs.Canaries = nil // every canary is of a revision being released
+	}
 	for i := range s.status.Waves {
 		w := &s.status.Waves[i]
 		touched := false
@@ -769,6 +792,10 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 		}
 		st := steps[k]
 		switch {
+		case routed(rel) && (st.SetWeight != nil || st.SetCanaryScale != nil || st.SetHeaderRoute != nil):
+			if done, err := c.trafficStep(ctx, s, ws, wave, k, clusterStatus); err != nil || !done {
+				return false, err
+			}
 		case st.SetWeight != nil:
 			counts, err := s.setCanaries(wave.Clusters, *st.SetWeight)
 			if err != nil {

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -69,6 +70,20 @@ func StepLabel(steps []policyv1alpha1.CanaryStep, k int) string {
 		return label + fmt.Sprintf("pause %s (canary %d%%)", d, weight)
 	case st.Pause != nil:
 		return label + fmt.Sprintf("pause until promote (canary %d%%)", weight)
+	case st.SetCanaryScale != nil && st.SetCanaryScale.Replicas != nil:
+		return label + fmt.Sprintf("setCanaryScale %d replicas (traffic %d%%)", *st.SetCanaryScale.Replicas, weight)
+	case st.SetCanaryScale != nil && st.SetCanaryScale.Weight != nil:
+		return label + fmt.Sprintf("setCanaryScale %d%% (traffic %d%%)", *st.SetCanaryScale.Weight, weight)
+	case st.SetCanaryScale != nil:
+		return label + fmt.Sprintf("setCanaryScale matchTrafficWeight (traffic %d%%)", weight)
+	case st.SetHeaderRoute != nil && len(st.SetHeaderRoute.Match) == 0:
+		return label + "setHeaderRoute off"
+	case st.SetHeaderRoute != nil:
+		var hs []string
+		for _, h := range st.SetHeaderRoute.Match {
+			hs = append(hs, h.Name)
+		}
+		return label + "setHeaderRoute " + strings.Join(hs, ",")
 	default:
 		return label + fmt.Sprintf("analysis (canary %d%%)", weight)
 	}

@@ -122,6 +122,13 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	hash := WorkloadHash(r.Interpreters.For(tmpl.GroupVersionKind()), tmpl)
+	routing := TrafficTargets(policy.Rollout)
+	if bs.Revisions != nil && !apiequality.Semantic.DeepEqual(bs.Revisions.Traffic, routing) {
+		// The policy's routing changed: the Services and routes render from the new names.
+		revs := bs.Revisions.DeepCopy()
+		revs.Traffic = routing
+		return ctrl.Result{}, r.setRevisions(ctx, b, revs)
+	}
 	if bs.Revisions == nil {
 		// A history starts here: anything left of an earlier one (a rollout removed and added
 		// again, a binding re-created) must not be taken for it.
@@ -138,11 +145,11 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			running = running || cs.Applied
 		}
 		if !policy.Rollout.StageFirstRevision || running {
-			return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1})
+			return ctrl.Result{}, r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 1, Traffic: routing})
 		}
 		// Staged: no cluster has a stable revision; the first release brings it in wave by
 		// wave. The revisions go first so the release never finds a binding without them.
-		if err := r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 0}); err != nil {
+		if err := r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 0, Traffic: routing}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.startRelease(ctx, b, policy, 1, 0)
@@ -183,6 +190,27 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		keep[p.Revision] = true
 	}
 	return ctrl.Result{}, pruneRevisions(ctx, r.Client, b, limit, keep)
+}
+
+// TrafficTargets are the Services and routes a rollout sends its traffic split through.
+func TrafficTargets(r *policyv1alpha1.RolloutStrategy) *workv1alpha1.TrafficTargets {
+	switch {
+	case r == nil:
+		return nil
+	case r.TrafficRouting != nil:
+		tr := r.TrafficRouting
+		t := &workv1alpha1.TrafficTargets{StableService: tr.StableService, CanaryService: tr.CanaryService}
+		if tr.HTTPRoute != nil {
+			t.HTTPRoute = tr.HTTPRoute.Name
+		}
+		if tr.VirtualService != nil {
+			t.VirtualService, t.VirtualServiceRoutes = tr.VirtualService.Name, tr.VirtualService.Routes
+		}
+		return t
+	case r.BlueGreen != nil:
+		return &workv1alpha1.TrafficTargets{ActiveService: r.BlueGreen.ActiveService, PreviewService: r.BlueGreen.PreviewService}
+	}
+	return nil
 }
 
 // startRelease creates the Release that moves revision next in from stable.

@@ -95,6 +95,16 @@ func runtimeDeepCopy(v any) any {
 // CanaryRoleLabel marks a canary's objects and pods, so a canary Service can select them.
 const CanaryRoleLabel = "rollout.flotilla.dev/role"
 
+// Role labels a rendered Deployment's pods (not its selector, which cannot change) with
+// their role, so a Service can select the primary's pods apart from the canary's. Other kinds
+// are left alone.
+func Role(m *unstructured.Unstructured, role string) error {
+	if m.GetKind() != "Deployment" {
+		return nil
+	}
+	return unstructured.SetNestedField(m.Object, role, "spec", "template", "metadata", "labels", CanaryRoleLabel)
+}
+
 // CanaryName is the name of a workload's canary beside it.
 func CanaryName(name string) string { return name + "-canary" }
 

@@ -53,6 +53,11 @@ func (r *RolloutStrategy) Validate(prefix string) error {
 	if _, _, err := ParseDuration(prefix+".progressDeadline", r.ProgressDeadline); err != nil {
 		return err
 	}
+	if r.BlueGreen != nil {
+		if _, _, err := ParseDuration(prefix+".blueGreen.scaleDownDelay", r.BlueGreen.ScaleDownDelay); err != nil {
+			return err
+		}
+	}
 	for i, w := range r.Waves {
 		at := fmt.Sprintf("%s.waves[%d]", prefix, i)
 		if _, _, err := ParseDuration(at+".gates.bakeTime", w.Gates.BakeTime); err != nil {

@@ -1,11 +1,15 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 )
 
 // Condition types of bindings and works.
@@ -494,7 +498,64 @@ type Revisions struct {
 	// +listMapKey=cluster
 	// +kubebuilder:validation:MaxItems=1000
 	Pins []RevisionPin `json:"pins,omitempty"`
+
+	// traffic names the Services and routes that carry this workload's traffic split, from the
+	// policy's rollout (trafficRouting or blueGreen): the binding controller renders them with
+	// each cluster's canary weight, header route and active stack.
+	// +optional
+	Traffic *TrafficTargets `json:"traffic,omitempty"`
 }
+
+// TrafficTargets are the objects a workload's traffic split is rendered into, all in its
+// namespace.
+type TrafficTargets struct {
+	// stableService selects the primary's pods; canaryService the canary's (trafficRouting).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	StableService string `json:"stableService,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	CanaryService string `json:"canaryService,omitempty"`
+	// httpRoute and virtualService carry the weights (trafficRouting).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	HTTPRoute string `json:"httpRoute,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	VirtualService string `json:"virtualService,omitempty"`
+	// virtualServiceRoutes are the http routes set; all that send to stableService when empty.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	VirtualServiceRoutes []string `json:"virtualServiceRoutes,omitempty"`
+	// activeService and previewService are a blue-green pair (blueGreen).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ActiveService string `json:"activeService,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	PreviewService string `json:"previewService,omitempty"`
+}
+
+// WorkName is the name of a binding's Work in every execution namespace: NAMESPACE-NAME, or
+// cluster.NAME for a ClusterResourceBinding (namespace names hold no dots, so they never clash).
+func WorkName(namespace, binding string) string {
+	n := namespace + "-" + binding
+	if namespace == "" {
+		n = "cluster." + binding
+	}
+	if len(n) > 253 {
+		sum := sha256.Sum256([]byte(n))
+		n = n[:240] + "-" + hex.EncodeToString(sum[:])[:12]
+	}
+	return n
+}
+
+// Routed says whether the workload's traffic goes through a route with weights.
+func (t *TrafficTargets) Routed() bool { return t != nil && (t.HTTPRoute != "" || t.VirtualService != "") }
+
+// BlueGreen says whether the workload is released blue-green.
+func (t *TrafficTargets) BlueGreen() bool { return t != nil && t.ActiveService != "" }
 
 // RevisionPin makes one cluster render one revision.
 type RevisionPin struct {
@@ -514,10 +575,25 @@ type CanaryPin struct {
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	Revision int64 `json:"revision"`
-	// replicas of the canary, taken from the cluster's share.
+	// replicas of the canary, taken from the cluster's share; with traffic routing or
+	// blue-green they come on top of it.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Replicas int32 `json:"replicas"`
+	// weight is the percentage of the cluster's requests the route sends to the canary
+	// (traffic routing); the rest goes to the stable Service.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Weight *int32 `json:"weight,omitempty"`
+	// headerMatch sends requests matching every header to the canary whatever the weight.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	HeaderMatch []policyv1alpha1.HeaderMatch `json:"headerMatch,omitempty"`
+	// active: the active Service of a blue-green release selects this canary (the new stack).
+	// +optional
+	Active bool `json:"active,omitempty"`
 }
 
 // CanaryFor is the canary a cluster runs, if any.

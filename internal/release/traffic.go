@@ -1,0 +1,368 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/traffic"
+)
+
+// trafficPoll is how often a release looks again at routes and Services it waits for: their
+// Works are another binding's, whose changes do not wake the release.
+const trafficPoll = 500 * time.Millisecond
+
+// defaultScaleDownDelay keeps the old stack of a blue-green wave this long after the switch.
+const defaultScaleDownDelay = 30 * time.Second
+
+func routed(rel *rolloutv1alpha1.Release) bool { return rel.Spec.Strategy.TrafficRouting != nil }
+
+func blueGreen(rel *rolloutv1alpha1.Release) bool { return rel.Spec.Strategy.BlueGreen != nil }
+
+// trafficStep is what a routed canary runs at one step: the last setWeight, setCanaryScale
+// and setHeaderRoute up to it.
+type trafficStep struct {
+	weight int32
+	scale  *policyv1alpha1.CanaryScale
+	header []policyv1alpha1.HeaderMatch
+}
+
+func trafficAt(steps []policyv1alpha1.CanaryStep, k int) trafficStep {
+	var t trafficStep
+	for _, st := range steps[:k+1] {
+		switch {
+		case st.SetWeight != nil:
+			t.weight = *st.SetWeight
+		case st.SetCanaryScale != nil:
+			t.scale = st.SetCanaryScale
+			if st.SetCanaryScale.MatchTrafficWeight {
+				t.scale = nil
+			}
+		case st.SetHeaderRoute != nil:
+			t.header = st.SetHeaderRoute.Match
+		}
+	}
+	return t
+}
+
+// replicas is the canary's size in a cluster of share replicas: setCanaryScale's, or the
+// weight's share rounded up; at least one while it gets requests.
+func (t trafficStep) replicas(share int32) int32 {
+	pct := t.weight
+	if t.scale != nil {
+		if t.scale.Replicas != nil {
+			return *t.scale.Replicas
+		}
+		if t.scale.Weight != nil {
+			pct = *t.scale.Weight
+		}
+	}
+	n := int32(math.Ceil(float64(pct) * float64(share) / 100))
+	if n == 0 && (t.weight > 0 || len(t.header) > 0) {
+		n = 1
+	}
+	return n
+}
+
+// setTraffic pins the clusters' canaries at the step's weight, size and header route.
+func (s *step) setTraffic(clusters []string, t trafficStep) map[string]int32 {
+	share := map[string]int32{}
+	for _, tc := range s.binding.BindingSpec().Clusters {
+		share[tc.Name] = tc.Replicas
+	}
+	counts := map[string]int32{}
+	for _, cl := range clusters {
+		pin := workv1alpha1.CanaryPin{Cluster: cl, Revision: s.rel.Spec.Revision, Replicas: t.replicas(share[cl]),
+			Weight: &t.weight, HeaderMatch: t.header}
+		counts[cl] = pin.Replicas
+		s.putCanary(pin)
+		s.markUpdated(cl)
+	}
+	return counts
+}
+
+// putCanary sets a cluster's canary pin, pins sorted by cluster.
+func (s *step) putCanary(pin workv1alpha1.CanaryPin) {
+	i := slices.IndexFunc(s.revs.Canaries, func(c workv1alpha1.CanaryPin) bool { return c.Cluster == pin.Cluster })
+	if i >= 0 {
+		s.revs.Canaries[i] = pin
+		return
+	}
+	s.revs.Canaries = append(s.revs.Canaries, pin)
+	slices.SortFunc(s.revs.Canaries, func(a, b workv1alpha1.CanaryPin) int { return strings.Compare(a.Cluster, b.Cluster) })
+}
+
+// trafficToStable sends every request of the clusters to the primaries (no weight, no header
+// route, the active Service on the primaries) and keeps the canaries running, so they are
+// removed only once no route sends to them. It says whether the clusters have canaries.
+func trafficToStable(revs *workv1alpha1.Revisions, clusters []string) bool {
+	any := false
+	for i := range revs.Canaries {
+		c := &revs.Canaries[i]
+		if clusters != nil && !slices.Contains(clusters, c.Cluster) {
+			continue
+		}
+		any = true
+		if c.Weight != nil {
+			c.Weight = new(int32)
+		}
+		c.HeaderMatch, c.Active = nil, false
+	}
+	return any
+}
+
+// trafficSettled says whether every cluster's routes (trafficRouting) or active Service
+// (blueGreen) were rendered with the split revs give it and applied in the member, and if not,
+// what is awaited.
+func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding, revs *workv1alpha1.Revisions, clusters []string) (bool, string, error) {
+	t := revs.Traffic
+	if t == nil {
+		return true, "", nil
+	}
+	type object struct{ kind, name string }
+	var objects []object
+	if t.HTTPRoute != "" {
+		objects = append(objects, object{"HTTPRoute", t.HTTPRoute})
+	}
+	if t.VirtualService != "" {
+		objects = append(objects, object{"VirtualService", t.VirtualService})
+	}
+	if t.ActiveService != "" {
+		objects = append(objects, object{"Service", t.ActiveService})
+	}
+	var waiting []string
+	for _, cl := range clusters {
+		want := traffic.StateFor(revs, cl)
+		for _, o := range objects {
+			w := &workv1alpha1.Work{}
+			key := client.ObjectKey{Namespace: executionNamespacePrefix + cl, Name: workv1alpha1.WorkName(b.GetNamespace(), detector.BindingName(o.kind, o.name))}
+			if err := c.Client.Get(ctx, key, w); err != nil {
+				if client.IgnoreNotFound(err) != nil {
+					return false, "", err
+				}
+				waiting = append(waiting, fmt.Sprintf("%s %s is not placed in %s (place it with the workload)", o.kind, o.name, cl))
+				continue
+			}
+			got, err := renderedSplit(w, t)
+			if err != nil {
+				return false, "", err
+			}
+			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
+			switch {
+			case got != describeState(o.kind, want):
+				waiting = append(waiting, fmt.Sprintf("%s %s in %s to be rendered with %s", o.kind, o.name, cl, describeState(o.kind, want)))
+			case applied == nil || applied.Status != metav1.ConditionTrue || applied.ObservedGeneration != w.Generation:
+				waiting = append(waiting, fmt.Sprintf("%s %s in %s to be applied", o.kind, o.name, cl))
+			}
+		}
+	}
+	if len(waiting) > 0 {
+		return false, "waiting for " + strings.Join(waiting, "; "), nil
+	}
+	return true, "", nil
+}
+
+// executionNamespacePrefix is the execute package's; importing it here would be a cycle.
+const executionNamespacePrefix = "flotilla-es-"
+
+// renderedSplit describes the split a route or active Service Work renders.
+func renderedSplit(w *workv1alpha1.Work, t *workv1alpha1.TrafficTargets) (string, error) {
+	if len(w.Spec.Manifests) == 0 {
+		return "", nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(w.Spec.Manifests[len(w.Spec.Manifests)-1].Raw, &u.Object); err != nil {
+		return "", fmt.Errorf("work %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	if u.GetKind() == "Service" {
+		role, _, _ := unstructured.NestedString(u.Object, "spec", "selector", traffic.RoleLabel)
+		return "selects the " + role + " pods", nil
+	}
+	split, _ := traffic.Read(u, t)
+	return split.String(), nil
+}
+
+func describeState(kind string, st traffic.State) string {
+	if kind == "Service" {
+		if st.Active {
+			return "selects the " + traffic.RoleCanary + " pods"
+		}
+		return "selects the " + traffic.RoleStable + " pods"
+	}
+	return traffic.Split{Canary: st.Weight, Header: len(st.HeaderMatch) > 0}.String()
+}
+
+// finishTraffic removes what a finished release left running behind its routes: the
+// canaries, once the routes send nothing to them. It says whether anything is left.
+func (c *Controller) finishTraffic(ctx context.Context, rel *rolloutv1alpha1.Release, b workv1alpha1.Binding) (bool, error) {
+	revs := b.BindingSpec().Revisions.DeepCopy()
+	var clusters []string
+	for _, cp := range revs.Canaries {
+		if cp.Revision == rel.Spec.Revision {
+			clusters = append(clusters, cp.Cluster)
+		}
+	}
+	if len(clusters) == 0 {
+		return false, nil
+	}
+	trafficToStable(revs, clusters)
+	if settled, _, err := c.trafficSettled(ctx, b, revs, clusters); err != nil || !settled {
+		if err == nil {
+			err = SetRevisions(ctx, c.Client, b, revs)
+		}
+		return true, err
+	}
+	revs.Canaries = slices.DeleteFunc(revs.Canaries, func(cp workv1alpha1.CanaryPin) bool { return slices.Contains(clusters, cp.Cluster) })
+	return false, SetRevisions(ctx, c.Client, b, revs)
+}
+
+// blueGreenWave runs a blue-green wave up to the switch and the scale-down delay after it:
+// step 0 runs the new stack at full scale behind the preview Service and runs the wave's
+// gates against it, then switches the active Service; step 1 keeps the old stack for the
+// delay. It says whether both are done (the primaries then take the revision).
+func (c *Controller) blueGreenWave(ctx context.Context, s *step, ws *rolloutv1alpha1.WaveStatus, i int, wave Wave, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
+	rel := s.rel
+	bg := rel.Spec.Strategy.BlueGreen
+	if ws.StepStartedAt == nil {
+		ws.StepStartedAt = &metav1.MicroTime{Time: s.now}
+	}
+	share := map[string]int32{}
+	for _, tc := range s.binding.BindingSpec().Clusters {
+		share[tc.Name] = tc.Replicas
+	}
+	if ws.CurrentStep == 0 {
+		for _, cl := range wave.Clusters {
+			pin, _ := s.revs.CanaryFor(cl)
+			s.putCanary(workv1alpha1.CanaryPin{Cluster: cl, Revision: rel.Spec.Revision, Replicas: max(share[cl], 1), Active: pin.Active})
+			s.markUpdated(cl)
+		}
+		var waiting, degraded []string
+		for _, cl := range wave.Clusters {
+			switch cs := clusterStatus[cl]; {
+			case !s.statusFresh || cs.CanaryHealth == "" || cs.CanaryHealth == workv1alpha1.HealthUnknown || cs.CanaryHealth == workv1alpha1.HealthProgressing:
+				waiting = append(waiting, cl)
+			case cs.CanaryHealth == workv1alpha1.HealthDegraded:
+				degraded = append(degraded, cl)
+			}
+		}
+		if len(degraded) > 0 {
+			return false, c.failed(ctx, s, fmt.Sprintf("wave %s: preview stack Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
+		}
+		if len(waiting) > 0 {
+			ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, fmt.Sprintf("preview: revision %d starting at full scale behind %s in %s", rel.Spec.Revision, bg.PreviewService, strings.Join(waiting, ", "))
+			return false, nil
+		}
+		promoted := rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i
+		if wave.Spec != nil && !promoted {
+			g := wave.Spec.Gates
+			if bake, _, _ := policyv1alpha1.ParseDuration("", g.BakeTime); bake > 0 {
+				if left := bake - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
+					ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("preview healthy; baking %s more before the switch", left.Round(time.Second))
+					s.after(left)
+					return false, nil
+				}
+			}
+			if g.Analysis != nil {
+				if passed, err := c.waveAnalysis(ctx, s, ws, g.Analysis, wave, wave.Name+"-preview", "wave "+wave.Name+" preview", "preview healthy; "); !passed || err != nil {
+					return false, err
+				}
+			}
+			if g.ManualApproval {
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, fmt.Sprintf("preview healthy behind %s; waiting for `flotilla release promote` to switch %s", bg.PreviewService, bg.ActiveService)
+				return false, nil
+			}
+		}
+		for _, cl := range wave.Clusters {
+			pin, _ := s.revs.CanaryFor(cl)
+			pin.Active = true
+			s.putCanary(pin)
+		}
+		ws.CurrentStep, ws.StepStartedAt = 1, &metav1.MicroTime{Time: s.now}
+	}
+	if settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters); err != nil || !settled {
+		ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, "switching "+bg.ActiveService+" to revision "+fmt.Sprint(rel.Spec.Revision)+": "+msg
+		s.after(trafficPoll)
+		return false, err
+	}
+	delay := defaultScaleDownDelay
+	if d, set, _ := policyv1alpha1.ParseDuration("", bg.ScaleDownDelay); set {
+		delay = d
+	}
+	if left := delay - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
+		ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("switched: %s serves revision %d; the old stack stays %s more for an instant rollback", bg.ActiveService, rel.Spec.Revision, left.Round(time.Second))
+		s.after(left)
+		return false, nil
+	}
+	ws.CurrentStep = 2
+	return true, nil
+}
+
+// finishRouted removes the canaries a finished routed release left, once its routes send
+// nothing to them.
+func (c *Controller) finishRouted(ctx context.Context, rel *rolloutv1alpha1.Release) (ctrl.Result, error) {
+	if rel.Spec.Binding.Kind != "ResourceBinding" {
+		return ctrl.Result{}, nil
+	}
+	b := workv1alpha1.NewBinding(rel.Namespace, rel.Spec.Binding.Name)
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: rel.Spec.Binding.Name}, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.BindingSpec().Revisions == nil {
+		return ctrl.Result{}, nil
+	}
+	left, err := c.finishTraffic(ctx, rel, b)
+	if err != nil || !left {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: trafficPoll}, nil
+}
+
+// trafficStep runs a routed canary's setWeight, setCanaryScale or setHeaderRoute step: the
+// canaries at the step's size, the routes at its weight and header route, and says whether
+// the canaries run healthy and every cluster's routes were applied that way.
+func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alpha1.WaveStatus, wave Wave, k int, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
+	ts := trafficAt(wave.Spec.Steps, k)
+	counts := s.setTraffic(wave.Clusters, ts)
+	var waiting, degraded []string
+	for _, cl := range wave.Clusters {
+		if counts[cl] == 0 {
+			continue
+		}
+		switch cs := clusterStatus[cl]; {
+		case !s.statusFresh || cs.CanaryHealth == "" || cs.CanaryHealth == workv1alpha1.HealthUnknown || cs.CanaryHealth == workv1alpha1.HealthProgressing:
+			waiting = append(waiting, cl)
+		case cs.CanaryHealth == workv1alpha1.HealthDegraded:
+			degraded = append(degraded, cl)
+		}
+	}
+	label := StepLabel(wave.Spec.Steps, k)
+	if len(degraded) > 0 {
+		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: canary Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
+	}
+	ws.Phase = rolloutv1alpha1.WaveUpdating
+	if len(waiting) > 0 {
+		ws.Message = fmt.Sprintf("step %d %s: canaries %s starting in %s", k, label, formatCounts(counts), strings.Join(waiting, ", "))
+		return false, nil
+	}
+	settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters)
+	if err != nil || !settled {
+		ws.Message = fmt.Sprintf("step %d %s: %s", k, label, msg)
+		s.after(trafficPoll)
+		return false, err
+	}
+	return true, nil
+}
