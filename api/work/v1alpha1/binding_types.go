@@ -552,7 +552,9 @@ func WorkName(namespace, binding string) string {
 }
 
 // Routed says whether the workload's traffic goes through a route with weights.
-func (t *TrafficTargets) Routed() bool { return t != nil && (t.HTTPRoute != "" || t.VirtualService != "") }
+func (t *TrafficTargets) Routed() bool {
+	return t != nil && (t.HTTPRoute != "" || t.VirtualService != "")
+}
 
 // BlueGreen says whether the workload is released blue-green.
 func (t *TrafficTargets) BlueGreen() bool { return t != nil && t.ActiveService != "" }
