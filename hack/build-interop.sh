@@ -59,6 +59,15 @@ main() {
   build_interop argo-rollouts rollouts-controller=github.com/argoproj/argo-rollouts/cmd/rollouts-controller kubectl-argo-rollouts=github.com/argoproj/argo-rollouts/cmd/kubectl-argo-rollouts
   # Argo Rollouts' CRDs, from the pinned module, beside its controller (the e2e test installs them).
   copy_crds argo-rollouts github.com/argoproj/argo-rollouts manifests/crds
+  # Gateway API's HTTPRoute and Istio's CRDs (the e2e test installs HTTPRoute and VirtualService
+  # in the control plane and the members).
+  local gw is out=$bin/traffic-crds
+  gw=$(module_dir traffic sigs.k8s.io/gateway-api)
+  is=$(module_dir traffic istio.io/api)
+  rm -rf "$out" && mkdir -p "$out"
+  cp "$gw/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" "$out/"
+  cp "$is/kubernetes/customresourcedefinitions.gen.yaml" "$out/istio.yaml"
+  chmod -R u+w "$out"
   # INTEROP_TOOLS
   build_interop argocd argocd-check=.
 }

@@ -146,8 +146,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			})))
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &workv1alpha1.ResourceBinding{}, trafficIndex, func(o client.Object) []string {
-		if revs := o.(*workv1alpha1.ResourceBinding).Spec.Revisions; revs != nil {
-			return traffic.Names(revs.Traffic)
+		if rb := o.(*workv1alpha1.ResourceBinding); rb.Spec.Revisions != nil && rb.Spec.Resource.Kind == "Deployment" {
+			return traffic.Names(rb.Spec.Revisions.Traffic)
 		}
 		return nil
 	}); err != nil {
@@ -207,7 +207,7 @@ func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructur
 // goes through.
 func routeBindings(_ context.Context, o client.Object) []reconcile.Request {
 	rb, ok := o.(*workv1alpha1.ResourceBinding)
-	if !ok || rb.Spec.Revisions == nil {
+	if !ok || rb.Spec.Revisions == nil || rb.Spec.Resource.Kind != "Deployment" {
 		return nil
 	}
 	var reqs []reconcile.Request

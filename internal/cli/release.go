@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
 // Exit codes of `release watch` and `release status`, for CI gates.
@@ -658,7 +659,43 @@ func printRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 			}
 		}
 	}
+	printTraffic(out, rel, t.binding.BindingSpec().Revisions)
 	return nil
+}
+
+// printTraffic shows the split each cluster of a routed or blue-green release is rendered with.
+func printTraffic(out io.Writer, rel *rolloutv1alpha1.Release, revs *workv1alpha1.Revisions) {
+	if revs == nil || revs.Traffic == nil {
+		return
+	}
+	tt := revs.Traffic
+	var via []string
+	if tt.HTTPRoute != "" {
+		via = append(via, "HTTPRoute "+tt.HTTPRoute)
+	}
+	if tt.VirtualService != "" {
+		via = append(via, "VirtualService "+tt.VirtualService)
+	}
+	if tt.BlueGreen() {
+		via = append(via, "active Service "+tt.ActiveService, "preview Service "+tt.PreviewService)
+	}
+	fmt.Fprintf(out, "traffic (%s):\n", strings.Join(via, ", "))
+	for _, w := range rel.Status.Waves {
+		for _, cl := range w.Clusters {
+			st := traffic.StateFor(revs, cl.Name)
+			pin, canary := revs.CanaryFor(cl.Name)
+			switch {
+			case tt.BlueGreen() && canary && st.Active:
+				fmt.Fprintf(out, "   %-12s active → new stack (revision %d); old stack kept for rollback\n", cl.Name, pin.Revision)
+			case tt.BlueGreen() && canary:
+				fmt.Fprintf(out, "   %-12s active → primaries (revision %d); preview → new stack (revision %d)\n", cl.Name, revs.RevisionFor(cl.Name), pin.Revision)
+			case tt.BlueGreen():
+				fmt.Fprintf(out, "   %-12s active → primaries (revision %d)\n", cl.Name, revs.RevisionFor(cl.Name))
+			default:
+				fmt.Fprintf(out, "   %-12s %s\n", cl.Name, traffic.Split{Canary: st.Weight, Header: len(st.HeaderMatch) > 0})
+			}
+		}
+	}
 }
 
 // compareVerdicts are the last verdicts of a run's compare metrics: the canary against its
