@@ -415,6 +415,31 @@ spec:
 	}
 	g.Expect(watch()).To(gomega.BeEmpty(), "on completion the route left the canary before the canary went")
 
+	// A weight edited by hand in a member is drift: put back, and counted on the route's
+	// binding (what `get bindings -o wide` and the dashboard show), not fought in silence.
+	g.Eventually(func() error {
+		r := memberObject(t, "east", "gateway.networking.k8s.io/v1", "HTTPRoute", ns, "web")
+		if r == nil {
+			return fmt.Errorf("no route")
+		}
+		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+		refs := rules[0].(map[string]any)["backendRefs"].([]any)
+		refs[0].(map[string]any)["weight"], refs[1].(map[string]any)["weight"] = int64(50), int64(50)
+		_ = unstructured.SetNestedSlice(r.Object, rules, "spec", "rules")
+		return memberClient(t, "east").Update(ctx, r)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() int64 {
+		if b := bindingOf(ctx, ns, "web-httproute"); b != nil {
+			for _, cs := range b.Status.Clusters {
+				if cs.Cluster == "east" && cs.Drift != nil {
+					return cs.Drift.Corrections
+				}
+			}
+		}
+		return 0
+	}).Should(gomega.BeNumerically(">=", 1), "the route's binding records the correction in east")
+	g.Eventually(func() string { return routeSplit(t, "east", ns, "HTTPRoute") }).Should(gomega.Equal("stable 100% / canary 0%"))
+
 	// Abort at 20%: every request back to stable before the canary is removed.
 	setImage(t, g, web, "registry.example/web:3")
 	rel = "web-deployment-r3"
@@ -430,7 +455,6 @@ spec:
 		g.Expect(memberImage(t, cl, ns, "web")).To(gomega.Equal("registry.example/web:2"))
 	}
 	g.Expect(watch()).To(gomega.BeEmpty(), "on abort the route returned to stable before the canary went")
-	_ = ctx
 }
 
 // Blue-green: the new revision runs at full scale behind the preview Service while the
