@@ -14,6 +14,8 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/render"
+	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
 // maxArgValue is the longest value an argument holds (the API's MaxLength).
@@ -213,4 +215,41 @@ func canaryBaselineArgs(placed, updated []string) []rolloutv1alpha1.Argument {
 		{Name: "baseline-clusters", Value: value(strings.Join(baseline, ","))},
 		{Name: "baseline-cluster-regex", Value: value(regex(baseline))},
 	}
+}
+
+// workloadArgs name the canary and the stable pods of the workload for queries in every
+// cluster: label selectors (canary-selector, stable-selector, as kubectl and the Kubernetes API
+// take them), the Deployments' names (canary-name, stable-name), and the Services of a routed
+// or blue-green release (canary-service, stable-service; preview-service, active-service).
+// The stable selector excludes the canary by its role label, so it holds with or without
+// traffic routing.
+func workloadArgs(name string, matchLabels map[string]string, routing *policyv1alpha1.RolloutStrategy) []rolloutv1alpha1.Argument {
+	keys := make([]string, 0, len(matchLabels))
+	for k := range matchLabels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var base []string
+	for _, k := range keys {
+		base = append(base, k+"="+matchLabels[k])
+	}
+	value := func(v string) *string { return &v }
+	args := []rolloutv1alpha1.Argument{
+		{Name: "canary-selector", Value: value(strings.Join(append(slices.Clone(base), traffic.RoleLabel+"="+traffic.RoleCanary), ","))},
+		{Name: "stable-selector", Value: value(strings.Join(append(slices.Clone(base), traffic.RoleLabel+"!="+traffic.RoleCanary), ","))},
+		{Name: "canary-name", Value: value(render.CanaryName(name))},
+		{Name: "stable-name", Value: value(name)},
+	}
+	if routing == nil {
+		return args
+	}
+	if tr := routing.TrafficRouting; tr != nil {
+		args = append(args, rolloutv1alpha1.Argument{Name: "canary-service", Value: value(tr.CanaryService)},
+			rolloutv1alpha1.Argument{Name: "stable-service", Value: value(tr.StableService)})
+	}
+	if bg := routing.BlueGreen; bg != nil {
+		args = append(args, rolloutv1alpha1.Argument{Name: "preview-service", Value: value(bg.PreviewService)},
+			rolloutv1alpha1.Argument{Name: "active-service", Value: value(bg.ActiveService)})
+	}
+	return args
 }

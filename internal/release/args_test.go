@@ -3,6 +3,10 @@ package release
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 )
 
 func TestFieldValue(t *testing.T) {
@@ -62,5 +66,29 @@ func TestCanaryBaselineArgs(t *testing.T) {
 	}
 	if last["baseline-cluster-regex"] != "^$" || last["baseline-clusters"] != "" {
 		t.Errorf("no baseline left: %v", last)
+	}
+}
+
+func TestWorkloadArgsSelectTheCanaryAndTheStablePods(t *testing.T) {
+	routing := &policyv1alpha1.RolloutStrategy{TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary"}}
+	got := map[string]string{}
+	for _, a := range workloadArgs("web", map[string]string{"tier": "front", "app": "web"}, routing) {
+		got[a.Name] = *a.Value
+	}
+	want := map[string]string{
+		"canary-selector": "app=web,tier=front,rollout.flotilla.dev/role=canary",
+		"stable-selector": "app=web,tier=front,rollout.flotilla.dev/role!=canary",
+		"canary-name":     "web-canary", "stable-name": "web",
+		"canary-service": "web-canary", "stable-service": "web",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	for _, sel := range []string{got["canary-selector"], got["stable-selector"]} {
+		if _, err := labels.Parse(sel); err != nil {
+			t.Errorf("%s is not a label selector: %v", sel, err)
+		}
 	}
 }

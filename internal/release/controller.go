@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"math"
 	"slices"
 	"sort"
@@ -717,6 +718,13 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 		{Name: "cluster-regex", Value: value(strings.Join(clusters, "|"))}, // for PromQL: cluster=~"{{args.cluster-regex}}"
 	}
 	args = append(args, canaryBaselineArgs(placedNames(s.binding), s.status.UpdatedClusters)...)
+	if rel.Spec.Resource.Kind == "Deployment" {
+		labels, err := c.podSelector(ctx, rel)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, workloadArgs(rel.Spec.Resource.Name, labels, &rel.Spec.Strategy)...)
+	}
 	args, specs, err = c.resolveArgs(ctx, s, gate, args, specs)
 	if err != nil {
 		return "", err
@@ -741,6 +749,18 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 		return "", err
 	}
 	return rolloutv1alpha1.AnalysisRunning, nil
+}
+
+// podSelector is the released Deployment's spec.selector.matchLabels, as the template says now.
+func (c *Controller) podSelector(ctx context.Context, rel *rolloutv1alpha1.Release) (map[string]string, error) {
+	d := &appsv1.Deployment{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: rel.Spec.Resource.Namespace, Name: rel.Spec.Resource.Name}, d); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if d.Spec.Selector == nil {
+		return nil, nil
+	}
+	return d.Spec.Selector.MatchLabels, nil
 }
 
 // terminateAnalysis stops the release's runs still measuring.
