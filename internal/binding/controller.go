@@ -179,6 +179,9 @@ type trafficSource struct {
 	workload string
 	targets  *workv1alpha1.TrafficTargets
 	revs     *workv1alpha1.Revisions
+	// primaryLabelled: the clusters whose primary runs healthy as last rendered, with the
+	// stable role on its pods.
+	primaryLabelled map[string]bool
 }
 
 // routedBy are the workloads of the template's namespace whose traffic it carries.
@@ -198,7 +201,14 @@ func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructur
 	var out []trafficSource
 	for i := range list.Items {
 		rb := &list.Items[i]
-		out = append(out, trafficSource{workload: rb.Spec.Resource.Kind + " " + rb.Spec.Resource.Name, targets: rb.Spec.Revisions.Traffic, revs: rb.Spec.Revisions})
+		src := trafficSource{workload: rb.Spec.Resource.Kind + " " + rb.Spec.Resource.Name, targets: rb.Spec.Revisions.Traffic, revs: rb.Spec.Revisions,
+			primaryLabelled: map[string]bool{}}
+		if rb.Status.ObservedGeneration == rb.Generation {
+			for _, cs := range rb.Status.Clusters {
+				src.primaryLabelled[cs.Cluster] = cs.Applied && cs.Health == workv1alpha1.HealthHealthy
+			}
+		}
+		out = append(out, src)
 	}
 	return out, nil
 }
@@ -660,7 +670,9 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	}
 	for _, src := range routed {
 		// After the overrides: the split is the release's, whatever a cluster's overrides say.
-		if err := traffic.Render(manifest, src.targets, traffic.StateFor(src.revs, t.Name)); err != nil {
+		st := traffic.StateFor(src.revs, t.Name)
+		st.PrimaryLabelled = st.PrimaryLabelled || src.primaryLabelled[t.Name]
+		if err := traffic.Render(manifest, src.targets, st); err != nil {
 			return false, &renderError{fmt.Errorf("traffic of %s for cluster %s: %w", src.workload, t.Name, err)}
 		}
 	}

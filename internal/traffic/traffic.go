@@ -48,6 +48,10 @@ type State struct {
 	HeaderMatch []policyv1alpha1.HeaderMatch
 	// Active: the blue-green active Service selects the new stack.
 	Active bool
+	// PrimaryLabelled: the primary's pods in the cluster carry the stable role. Until they do
+	// (routing just enabled on a running workload rolls them once) the stable and active
+	// Services keep their selector as written, rather than select no pod at all.
+	PrimaryLabelled bool
 }
 
 // StateFor is a cluster's split as the binding's revisions say: all to stable without a canary.
@@ -56,7 +60,7 @@ func StateFor(revs *workv1alpha1.Revisions, cluster string) State {
 	if !ok {
 		return State{}
 	}
-	st := State{HeaderMatch: pin.HeaderMatch, Active: pin.Active}
+	st := State{HeaderMatch: pin.HeaderMatch, Active: pin.Active, PrimaryLabelled: true}
 	if pin.Weight != nil {
 		st.Weight = *pin.Weight
 	}
@@ -117,6 +121,9 @@ func renderService(obj *unstructured.Unstructured, t *workv1alpha1.TrafficTarget
 			role = RoleCanary
 		}
 	default:
+		return nil
+	}
+	if role == RoleStable && !st.PrimaryLabelled {
 		return nil
 	}
 	selector, _, err := unstructured.NestedStringMap(obj.Object, "spec", "selector")

@@ -134,12 +134,13 @@ func TestServicesSelectTheirRole(t *testing.T) {
 		state   State
 		role    string
 	}{
-		{"web", targets, State{}, RoleStable},
+		{"web", targets, State{PrimaryLabelled: true}, RoleStable},
+		{"web", targets, State{}, ""}, // the primary's pods are not labelled yet: selector as written
 		{"web-canary", targets, State{}, RoleCanary},
-		{"web", bg, State{}, RoleStable},
-		{"web", bg, State{Active: true}, RoleCanary},
+		{"web", bg, State{PrimaryLabelled: true}, RoleStable},
+		{"web", bg, State{Active: true, PrimaryLabelled: true}, RoleCanary},
 		{"web-preview", bg, State{}, RoleCanary},
-		{"other", targets, State{}, ""},
+		{"other", targets, State{PrimaryLabelled: true}, ""},
 	} {
 		u := svc(tt.name)
 		if err := Render(u, tt.targets, tt.state); err != nil {
