@@ -28,7 +28,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"github.com/flotilla-dev/flotilla/internal/release"
-	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
 // Exit codes of `release watch` and `release status`, for CI gates.
@@ -682,18 +681,7 @@ func printTraffic(out io.Writer, rel *rolloutv1alpha1.Release, revs *workv1alpha
 	fmt.Fprintf(out, "traffic (%s):\n", strings.Join(via, ", "))
 	for _, w := range rel.Status.Waves {
 		for _, cl := range w.Clusters {
-			st := traffic.StateFor(revs, cl.Name)
-			pin, canary := revs.CanaryFor(cl.Name)
-			switch {
-			case tt.BlueGreen() && canary && st.Active:
-				fmt.Fprintf(out, "   %-12s active → new stack (revision %d); old stack kept for rollback\n", cl.Name, pin.Revision)
-			case tt.BlueGreen() && canary:
-				fmt.Fprintf(out, "   %-12s active → primaries (revision %d); preview → new stack (revision %d)\n", cl.Name, revs.RevisionFor(cl.Name), pin.Revision)
-			case tt.BlueGreen():
-				fmt.Fprintf(out, "   %-12s active → primaries (revision %d)\n", cl.Name, revs.RevisionFor(cl.Name))
-			default:
-				fmt.Fprintf(out, "   %-12s %s\n", cl.Name, traffic.Split{Canary: st.Weight, Header: len(st.HeaderMatch) > 0})
-			}
+			fmt.Fprintf(out, "   %-12s %s\n", cl.Name, release.TrafficText(revs, cl.Name))
 		}
 	}
 }

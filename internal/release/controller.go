@@ -189,6 +189,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := SetRevisions(ctx, c.Client, b, s.revs); err != nil {
 		return ctrl.Result{}, err
 	}
+	if routed(rel) || blueGreen(rel) {
+		recordTraffic(s.status, s.revs)
+	}
 	s.status.ObservedGeneration = rel.Generation
 	s.status.Wave = WaveSummary(rel, s.status)
 	Summarize(s.status, rel.Generation)

@@ -366,3 +366,31 @@ func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alph
 	}
 	return true, nil
 }
+
+// TrafficText says in words the split a cluster is rendered with (see ClusterRelease.Traffic).
+func TrafficText(revs *workv1alpha1.Revisions, cluster string) string {
+	if revs == nil || revs.Traffic == nil {
+		return ""
+	}
+	pin, canary := revs.CanaryFor(cluster)
+	st := traffic.StateFor(revs, cluster)
+	switch {
+	case revs.Traffic.BlueGreen() && canary && st.Active:
+		return fmt.Sprintf("active → new stack (revision %d); old stack kept for rollback", pin.Revision)
+	case revs.Traffic.BlueGreen() && canary:
+		return fmt.Sprintf("active → primaries (revision %d); preview → new stack (revision %d)", revs.RevisionFor(cluster), pin.Revision)
+	case revs.Traffic.BlueGreen():
+		return fmt.Sprintf("active → primaries (revision %d)", revs.RevisionFor(cluster))
+	}
+	return traffic.Split{Canary: st.Weight, Header: len(st.HeaderMatch) > 0}.String()
+}
+
+// recordTraffic writes each cluster's split into the release's wave status.
+func recordTraffic(status *rolloutv1alpha1.ReleaseStatus, revs *workv1alpha1.Revisions) {
+	for i := range status.Waves {
+		for j := range status.Waves[i].Clusters {
+			cr := &status.Waves[i].Clusters[j]
+			cr.Traffic = TrafficText(revs, cr.Name)
+		}
+	}
+}

@@ -569,3 +569,92 @@ func TestBlueGreenSwitchesOnlyAfterTheGatesAndRollsBackInstantly(t *testing.T) {
 		g.Expect(serviceRole(t, cl, ns, "web")).To(gomega.Equal(traffic.RoleStable))
 	}
 }
+
+// Routing enabled on a workload that already runs: its primary's pods roll once to carry the
+// stable role, and the stable Service selects running pods at every moment (it narrows to
+// the role only once the primary runs healthy with it).
+func TestEnablingTrafficRoutingNeverEmptiesTheStableService(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	installTrafficCRDs(t, g)
+	ns := "traffic-late"
+	ensureNamespace(t, cp, ns)
+	clusters := []string{"east"}
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}},
+			Rollout:           &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "all", ClusterNames: clusters}}},
+		},
+	}
+	network := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "network", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Service"}, {APIVersion: "gateway.networking.k8s.io/v1", Kind: "HTTPRoute"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}},
+		},
+	}
+	route := fromYAML(t, `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: traffic-late}
+spec:
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+`)
+	createAll(t, g, network, service(ns, "web"), service(ns, "web-canary"), route, policy, webDeployment(ns, 2))
+	member := memberClient(t, "east")
+	runningPods := func(selector map[string]string) int {
+		pods := &corev1.PodList{}
+		if member.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector)) != nil {
+			return -1
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	stableSelector := func() map[string]string {
+		svc := &corev1.Service{}
+		if member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, svc) != nil {
+			return nil
+		}
+		return svc.Spec.Selector
+	}
+	g.Eventually(func() int { return runningPods(stableSelector()) }).Should(gomega.Equal(2))
+
+	done := make(chan struct{})
+	var empty []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			sel := stableSelector()
+			if n := runningPods(sel); n == 0 {
+				empty = append(empty, fmt.Sprintf("%s: Service web selects %v: no running pod", time.Now().Format(time.StampMilli), sel))
+			}
+		}
+	})
+	g.Eventually(func() error {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := cp.Get(ctx, client.ObjectKeyFromObject(policy), p); err != nil {
+			return err
+		}
+		p.Spec.Rollout.TrafficRouting = &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary", HTTPRoute: &policyv1alpha1.RouteReference{Name: "web"}}
+		return cp.Update(ctx, p)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() string { return serviceRole(t, "east", ns, "web") }).Should(gomega.Equal(traffic.RoleStable))
+	g.Eventually(func() int { return runningPods(stableSelector()) }).Should(gomega.Equal(2))
+	g.Eventually(func() string { return routeSplit(t, "east", ns, "HTTPRoute") }).Should(gomega.Equal("stable 100% / canary 0%"))
+	close(done)
+	wg.Wait()
+	g.Expect(empty).To(gomega.BeEmpty(), "the stable Service always selected running pods")
+}

@@ -153,6 +153,11 @@ type ClusterRelease struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+	// traffic is the split the cluster's routes or active Service are rendered with, for a
+	// release with trafficRouting or blueGreen: "stable 80% / canary 20%", "active → new stack".
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Traffic string `json:"traffic,omitempty"`
 }
 
 // WaveStatus is one wave of the release.
