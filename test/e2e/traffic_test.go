@@ -380,6 +380,9 @@ spec:
 		g.Expect(routeSplit(t, cl, ns, "VirtualService")).To(gomega.Equal("stable 80% / canary 20%"), "VirtualService in %s", cl)
 		g.Expect(splitIn(t, cl, ns)).To(gomega.Equal(split{primary: 2, canary: 1, canaryImage: "registry.example/web:2"}), "the primary keeps its 2 replicas beside 1 canary in %s", cl)
 	}
+	for _, cr := range getRelease(ns, rel).Status.Waves[0].Clusters {
+		g.Expect(cr.Traffic).To(gomega.Equal("stable 80% / canary 20%"), "release status of %s", cr.Name)
+	}
 	share := measureSplit(t, g, "east", ns, 10000, nil)
 	t.Logf("measured: %.4f of 10000 requests reached the canary at weight 20%%", share)
 	g.Expect(share).To(gomega.BeNumerically("~", 0.20, 0.02))
