@@ -156,7 +156,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return b.
 		For(&workv1alpha1.ResourceBinding{}).
 		// A workload's traffic split changing renders its Services and routes again.
-		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(routeBindings)).
+		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(c.routeBindings)).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
 		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(statusSettle)).
 		Watches(&rolloutv1alpha1.Release{}, handler.EnqueueRequestsFromMapFunc(releaseBinding), builder.WithPredicates(releasePhaseChanged)).
@@ -214,9 +214,21 @@ func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructur
 }
 
 // routeBindings are the bindings of the Services and routes a workload binding's traffic
-// goes through.
-func routeBindings(_ context.Context, o client.Object) []reconcile.Request {
+// goes through; for a Service's binding, the workloads routed through it (their Works carry a
+// copy of the stable Service when no canary Service template exists).
+func (c *Controller) routeBindings(ctx context.Context, o client.Object) []reconcile.Request {
 	rb, ok := o.(*workv1alpha1.ResourceBinding)
+	if ok && rb.Spec.Resource.Kind == "Service" && rb.Spec.Resource.APIVersion == "v1" {
+		list := &workv1alpha1.ResourceBindingList{}
+		if err := c.Client.List(ctx, list, client.InNamespace(rb.Namespace), client.MatchingFields{trafficIndex: "Service/" + rb.Spec.Resource.Name}); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
 	if !ok || rb.Spec.Revisions == nil || rb.Spec.Resource.Kind != "Deployment" {
 		return nil
 	}
@@ -690,6 +702,13 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		}
 		manifests = deps
 	}
+	if revs := b.BindingSpec().Revisions; revs != nil && revs.Traffic.Routed() && tmpl.GetKind() == "Deployment" {
+		svc, err := c.canaryService(ctx, tmpl.GetNamespace(), revs.Traffic, ns, name)
+		if err != nil {
+			return false, err
+		}
+		manifests = append(manifests, svc...)
+	}
 	if canary != nil {
 		m, err := render.Render(canary.template, in, render.Target{Replicas: canary.replicas, HasReplicas: true, WorkNamespace: ns, WorkName: name})
 		if err != nil {
@@ -832,6 +851,51 @@ func (c *Controller) dependencies(ctx context.Context, tmpl *unstructured.Unstru
 		out = append(out, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	}
 	return out, nil
+}
+
+// canaryService is the canary Service a routed workload's Work carries when the team wrote
+// none: a copy of the stable Service template under the canary's name, selecting the canary's
+// pods. A canary Service template of that name is placed by its own binding instead.
+func (c *Controller) canaryService(ctx context.Context, namespace string, t *workv1alpha1.TrafficTargets, workNS, workName string) ([]workv1alpha1.Manifest, error) {
+	own := &corev1.Service{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.CanaryService}, own); err == nil {
+		return nil, nil
+	} else if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	stable := &unstructured.Unstructured{}
+	stable.SetAPIVersion("v1")
+	stable.SetKind("Service")
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.StableService}, stable); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil // the release says it waits for the stable Service
+		}
+		return nil, err
+	}
+	copied := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": t.CanaryService, "namespace": namespace}, "spec": runtimeDeepCopy(stable.Object["spec"])}}
+	if labels := stable.GetLabels(); len(labels) > 0 {
+		copied.SetLabels(labels)
+	}
+	for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort"} {
+		unstructured.RemoveNestedField(copied.Object, "spec", f)
+	}
+	m, err := render.Render(copied, c.Interpreters.For(copied.GroupVersionKind()), render.Target{WorkNamespace: workNS, WorkName: workName})
+	if err != nil {
+		return nil, &renderError{err}
+	}
+	if err := traffic.Render(m, t, traffic.State{}); err != nil {
+		return nil, &renderError{err}
+	}
+	raw, err := m.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}, nil
+}
+
+func runtimeDeepCopy(v any) any {
+	return (&unstructured.Unstructured{Object: map[string]any{"v": v}}).DeepCopy().Object["v"]
 }
 
 func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {

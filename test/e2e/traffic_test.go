@@ -575,7 +575,8 @@ func TestBlueGreenSwitchesOnlyAfterTheGatesAndRollsBackInstantly(t *testing.T) {
 
 // Routing enabled on a workload that already runs: its primary's pods roll once to carry the
 // stable role, and the stable Service selects running pods at every moment (it narrows to
-// the role only once the primary runs healthy with it).
+// the role only once the primary runs healthy with it). Without a canary Service template,
+// one is made from the stable Service.
 func TestEnablingTrafficRoutingNeverEmptiesTheStableService(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
@@ -606,7 +607,8 @@ spec:
   rules:
   - backendRefs: [{name: web, port: 80}]
 `)
-	createAll(t, g, network, service(ns, "web"), service(ns, "web-canary"), route, policy, webDeployment(ns, 2))
+	// No canary Service template: the workload's Works carry a copy of the stable one.
+	createAll(t, g, network, service(ns, "web"), route, policy, webDeployment(ns, 2))
 	member := memberClient(t, "east")
 	runningPods := func(selector map[string]string) int {
 		pods := &corev1.PodList{}
@@ -657,6 +659,7 @@ spec:
 	g.Eventually(func() string { return serviceRole(t, "east", ns, "web") }).Should(gomega.Equal(traffic.RoleStable))
 	g.Eventually(func() int { return runningPods(stableSelector()) }).Should(gomega.Equal(2))
 	g.Eventually(func() string { return routeSplit(t, "east", ns, "HTTPRoute") }).Should(gomega.Equal("stable 100% / canary 0%"))
+	g.Eventually(func() string { return serviceRole(t, "east", ns, "web-canary") }).Should(gomega.Equal(traffic.RoleCanary), "a canary Service made from the stable one")
 	close(done)
 	wg.Wait()
 	g.Expect(empty).To(gomega.BeEmpty(), "the stable Service always selected running pods")
