@@ -19,6 +19,17 @@
 // promote, analysis measures. After the last step the primaries take the new revision at their
 // full share, and the canaries are dropped once the primaries run it healthy.
 //
+// With rollout.trafficRouting the canary's weight is a traffic weight: setWeight,
+// setCanaryScale and setHeaderRoute steps pin each cluster's canary with its weight, size and
+// header match (the binding controller renders the routes and Services from them, see package
+// traffic), and a step ends only when the canaries run healthy and every cluster's route Work
+// renders that split and was applied. With rollout.blueGreen a wave runs the new revision at
+// full scale as the canary behind the preview Service, runs its gates, switches the active
+// Service (pin.active) and keeps the old stack for scaleDownDelay before the primaries take the
+// revision. Either way the canaries go only after every route or active Service sends all
+// requests to the primaries again: on completion, and on abort or rollback, where the
+// finished release removes them once its routes settled.
+//
 // Degraded health in a wave, a progress deadline passed, or a failed analysis rolls back (when
 // autoRollback, the default): exactly the clusters the release updated lose their pins and
 // render the stable revision again; later waves were never touched. Abort does the same on
