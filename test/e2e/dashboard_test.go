@@ -135,6 +135,17 @@ func goTo(t *testing.T, ctx context.Context, hash string) {
 	evaluate[string](t, ctx, fmt.Sprintf(`location.hash = %q`, hash))
 }
 
+// goToPage opens a page and waits until it shows selector, opening it again if the dashboard
+// moved elsewhere meanwhile (right after a login it opens the fleet page on its own).
+func goToPage(t *testing.T, g gomega.Gomega, ctx context.Context, hash, selector string) {
+	t.Helper()
+	g.Eventually(func() bool {
+		js := fmt.Sprintf(`(() => { if (location.hash !== %q) location.hash = %[1]q; return !!document.querySelector(%q); })()`, hash, selector)
+		ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		return ok
+	}).WithTimeout(time.Minute).Should(gomega.BeTrue(), "page %s showing %s", hash, selector)
+}
+
 // textOf reads an element's text, "" when it is not there.
 func textOf(ctx context.Context, selector string) string {
 	out, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, selector)))
@@ -307,7 +318,7 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	// The contributor promotes from the page, and the release moves past the pause.
 	inBrowser(t, ctx, "log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
 	login(t, ctx, devToken)
-	goTo(t, ctx, "#/release/"+teamA+"/"+rel)
+	goToPage(t, g, ctx, "#/release/"+teamA+"/"+rel, "#action-promote")
 	inBrowser(t, ctx, "release page as contributor",
 		chromedp.WaitVisible(chromedp.ID("action-promote")), chromedp.Click(chromedp.ID("action-promote")))
 	g.Eventually(func() string { return textOf(ctx, "#action-result") }).Should(gomega.ContainSubstring("promoted"))
@@ -336,7 +347,7 @@ func TestDashboardInARealBrowser(t *testing.T) {
 		gomega.ContainSubstring("ConfigMap/catalog-config"), gomega.ContainSubstring("Deployment/catalog")))
 	g.Expect(evaluate[int](t, ctx, `document.querySelectorAll('[data-app^="dash-b/catalog"]').length`)).To(gomega.Equal(1), "a Deployment and a ConfigMap, one row")
 	g.Expect(textOf(ctx, `[data-cell="dash-b/catalog/east"]`)).To(gomega.ContainSubstring("catalog:7"))
-	goTo(t, ctx, "#/cell/dash-b/catalog/east")
+	goToPage(t, g, ctx, "#/cell/dash-b/catalog/east", "#cell-detail")
 	g.Eventually(func() string { return textOf(ctx, "#cell-detail") }).Should(gomega.And(gomega.ContainSubstring("Deployment dash-b/catalog"),
 		gomega.ContainSubstring("ConfigMap dash-b/catalog-config"), gomega.ContainSubstring("1 ready of 1")))
 	goTo(t, ctx, "#/fleet")
