@@ -184,6 +184,23 @@ type trafficSource struct {
 	primaryLabelled map[string]bool
 }
 
+// selectsARole says whether a Service's Work already selects pods by their release role.
+func selectsARole(w *workv1alpha1.Work) bool {
+	if w == nil || len(w.Spec.Manifests) == 0 {
+		return false
+	}
+	var svc struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Selector map[string]string `json:"selector"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal(w.Spec.Manifests[len(w.Spec.Manifests)-1].Raw, &svc) != nil || svc.Kind != "Service" {
+		return false
+	}
+	return svc.Spec.Selector[traffic.RoleLabel] != ""
+}
+
 // routedBy are the workloads of the template's namespace whose traffic it carries.
 func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructured) ([]trafficSource, error) {
 	if tmpl.GetNamespace() == "" {
@@ -683,7 +700,9 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	for _, src := range routed {
 		// After the overrides: the split is the release's, whatever a cluster's overrides say.
 		st := traffic.StateFor(src.revs, t.Name)
-		st.PrimaryLabelled = st.PrimaryLabelled || src.primaryLabelled[t.Name]
+		// Once a Service narrowed to a role it keeps one: falling back to the written selector
+		// while the workload is briefly not healthy would send the active traffic to both stacks.
+		st.PrimaryLabelled = st.PrimaryLabelled || src.primaryLabelled[t.Name] || selectsARole(w)
 		if err := traffic.Render(manifest, src.targets, st); err != nil {
 			return false, &renderError{fmt.Errorf("traffic of %s for cluster %s: %w", src.workload, t.Name, err)}
 		}

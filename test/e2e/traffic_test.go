@@ -515,6 +515,28 @@ func TestBlueGreenSwitchesOnlyAfterTheGatesAndRollsBackInstantly(t *testing.T) {
 		g.Eventually(func() string { return serviceRole(t, cl, ns, "web-preview") }).Should(gomega.Equal(traffic.RoleCanary), cl)
 	}
 
+	// From here on the active Service always selects one stack, never both.
+	done := make(chan struct{})
+	var both []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if role := serviceRole(t, "east", ns, "web"); role == "" {
+				both = append(both, time.Now().Format(time.StampMilli))
+			}
+		}
+	})
+	defer func() {
+		close(done)
+		wg.Wait()
+		g.Expect(both).To(gomega.BeEmpty(), "moments the active Service selected both stacks")
+	}()
+
 	// A failing analysis on the preview: rolled back, the active Service never switched.
 	setImage(t, g, web, "registry.example/web:2")
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "web-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseRolledBack))
