@@ -182,6 +182,8 @@ type trafficSource struct {
 	// primaryLabelled: the clusters whose primary runs healthy as last rendered, with the
 	// stable role on its pods.
 	primaryLabelled map[string]bool
+	// err says why the template cannot carry the split it is asked to.
+	err error
 }
 
 // selectsARole says whether a Service's Work already selects pods by their release role.
@@ -202,7 +204,7 @@ func selectsARole(w *workv1alpha1.Work) bool {
 }
 
 // routedBy are the workloads of the template's namespace whose traffic it carries.
-func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructured) ([]trafficSource, error) {
+func (c *Controller) routedBy(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured) ([]trafficSource, error) {
 	if tmpl.GetNamespace() == "" {
 		return nil, nil
 	}
@@ -218,6 +220,9 @@ func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructur
 	var out []trafficSource
 	for i := range list.Items {
 		rb := &list.Items[i]
+		if b.BindingSpec().PolicyRef.Kind == kindClusterPropagationPolicy && rb.Spec.PolicyRef.Kind != kindClusterPropagationPolicy {
+			continue // the platform's Services and routes take no split from a namespace's policy
+		}
 		src := trafficSource{workload: rb.Spec.Resource.Kind + " " + rb.Spec.Resource.Name, targets: rb.Spec.Revisions.Traffic, revs: rb.Spec.Revisions,
 			primaryLabelled: map[string]bool{}}
 		if rb.Status.ObservedGeneration == rb.Generation {
@@ -226,6 +231,13 @@ func (c *Controller) routedBy(ctx context.Context, tmpl *unstructured.Unstructur
 			}
 		}
 		out = append(out, src)
+	}
+	if len(out) > 1 {
+		var names []string
+		for _, src := range out {
+			names = append(names, src.workload)
+		}
+		return out[:0], &renderError{fmt.Errorf("%s %s carries the traffic of %s; one workload's release routes through it, so give each its own Services and routes", tmpl.GetKind(), tmpl.GetName(), strings.Join(names, " and "))}
 	}
 	return out, nil
 }
@@ -442,8 +454,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	routed, err := c.routedBy(ctx, tmpl)
-	if err != nil {
+	routed, err := c.routedBy(ctx, b, tmpl)
+	if re := (*renderError)(nil); errors.As(err, &re) {
+		routed = []trafficSource{{err: re}} // every cluster's Work reports it
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	renderErrors := map[string]string{}
@@ -698,6 +712,9 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		return false, err
 	}
 	for _, src := range routed {
+		if src.err != nil {
+			return false, src.err
+		}
 		// After the overrides: the split is the release's, whatever a cluster's overrides say.
 		st := traffic.StateFor(src.revs, t.Name)
 		// Once a Service narrowed to a role it keeps one: falling back to the written selector
@@ -896,8 +913,23 @@ func (c *Controller) canaryService(ctx context.Context, namespace string, t *wor
 	if labels := stable.GetLabels(); len(labels) > 0 {
 		copied.SetLabels(labels)
 	}
-	for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort"} {
+	// A plain in-cluster Service: node ports, external and load-balancer addresses belong to
+	// the stable one (copied they would clash); a headless one stays headless.
+	headless, _, _ := unstructured.NestedString(copied.Object, "spec", "clusterIP")
+	for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort", "type", "externalIPs", "externalName", "externalTrafficPolicy",
+		"loadBalancerIP", "loadBalancerSourceRanges", "loadBalancerClass", "allocateLoadBalancerNodePorts"} {
 		unstructured.RemoveNestedField(copied.Object, "spec", f)
+	}
+	if headless == "None" {
+		_ = unstructured.SetNestedField(copied.Object, "None", "spec", "clusterIP")
+	}
+	if ports, ok, _ := unstructured.NestedSlice(copied.Object, "spec", "ports"); ok {
+		for _, p := range ports {
+			if m, ok := p.(map[string]any); ok {
+				delete(m, "nodePort")
+			}
+		}
+		_ = unstructured.SetNestedSlice(copied.Object, ports, "spec", "ports")
 	}
 	m, err := render.Render(copied, c.Interpreters.For(copied.GroupVersionKind()), render.Target{WorkNamespace: workNS, WorkName: workName})
 	if err != nil {

@@ -63,31 +63,41 @@ func trafficAt(steps []policyv1alpha1.CanaryStep, k int) trafficStep {
 // weight's share rounded up; at least one while it gets requests.
 func (t trafficStep) replicas(share int32) int32 {
 	pct := t.weight
+	n := int32(-1)
 	if t.scale != nil {
 		if t.scale.Replicas != nil {
-			return *t.scale.Replicas
+			n = *t.scale.Replicas
 		}
 		if t.scale.Weight != nil {
 			pct = *t.scale.Weight
 		}
 	}
-	n := int32(math.Ceil(float64(pct) * float64(share) / 100))
+	if n < 0 {
+		n = int32(math.Ceil(float64(pct) * float64(share) / 100))
+	}
 	if n == 0 && (t.weight > 0 || len(t.header) > 0) {
-		n = 1
+		n = 1 // a canary that gets requests runs, whatever setCanaryScale says
 	}
 	return n
 }
 
-// setTraffic pins the clusters' canaries at the step's weight, size and header route.
-func (s *step) setTraffic(clusters []string, t trafficStep) map[string]int32 {
+// setTraffic pins the clusters' canaries at the step's size and header route, and at its
+// weight unless holdWeight: then a weight above the pinned one waits (the canary grows first).
+func (s *step) setTraffic(clusters []string, t trafficStep, holdWeight bool) map[string]int32 {
 	share := map[string]int32{}
 	for _, tc := range s.binding.BindingSpec().Clusters {
 		share[tc.Name] = tc.Replicas
 	}
 	counts := map[string]int32{}
 	for _, cl := range clusters {
+		weight := t.weight
+		if cur, ok := s.revs.CanaryFor(cl); holdWeight && ok && cur.Revision == s.rel.Spec.Revision && cur.Weight != nil && *cur.Weight < weight {
+			weight = *cur.Weight
+		} else if holdWeight && (!ok || cur.Revision != s.rel.Spec.Revision || cur.Weight == nil) {
+			weight = 0
+		}
 		pin := workv1alpha1.CanaryPin{Cluster: cl, Revision: s.rel.Spec.Revision, Replicas: t.replicas(share[cl]),
-			Weight: &t.weight, HeaderMatch: t.header}
+			Weight: &weight, HeaderMatch: t.header}
 		counts[cl] = pin.Replicas
 		s.putCanary(pin)
 		s.markUpdated(cl)
@@ -128,7 +138,10 @@ func trafficToStable(revs *workv1alpha1.Revisions, clusters []string) bool {
 // trafficSettled says whether every cluster's routes (trafficRouting) or active Service
 // (blueGreen) were rendered with the split revs give it and applied in the member, and if not,
 // what is awaited.
-func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding, revs *workv1alpha1.Revisions, clusters []string) (bool, string, error) {
+// An object not placed in a cluster is skipped (a fleet may run Istio in some clusters and a
+// Gateway API implementation in others), but each cluster of a routed release needs one of
+// its routes unless lenient (a finished release removing its canaries).
+func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding, revs *workv1alpha1.Revisions, clusters []string, lenient ...bool) (bool, string, error) {
 	t := revs.Traffic
 	if t == nil {
 		return true, "", nil
@@ -147,6 +160,7 @@ func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding,
 	var waiting []string
 	for _, cl := range clusters {
 		want := traffic.StateFor(revs, cl)
+		placed := 0
 		for _, o := range objects {
 			w := &workv1alpha1.Work{}
 			key := client.ObjectKey{Namespace: executionNamespacePrefix + cl, Name: workv1alpha1.WorkName(b.GetNamespace(), detector.BindingName(o.kind, o.name))}
@@ -154,9 +168,9 @@ func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding,
 				if client.IgnoreNotFound(err) != nil {
 					return false, "", err
 				}
-				waiting = append(waiting, fmt.Sprintf("%s %s is not placed in %s (place it with the workload)", o.kind, o.name, cl))
 				continue
 			}
+			placed++
 			got, err := renderedSplit(w, t)
 			if err != nil {
 				return false, "", err
@@ -168,6 +182,13 @@ func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding,
 			case applied == nil || applied.Status != metav1.ConditionTrue || applied.ObservedGeneration != w.Generation:
 				waiting = append(waiting, fmt.Sprintf("%s %s in %s to be applied", o.kind, o.name, cl))
 			}
+		}
+		if placed == 0 && !(len(lenient) > 0 && lenient[0]) {
+			var names []string
+			for _, o := range objects {
+				names = append(names, o.kind+" "+o.name)
+			}
+			waiting = append(waiting, fmt.Sprintf("%s to be placed in %s (place it with the workload)", strings.Join(names, " or "), cl))
 		}
 	}
 	if len(waiting) > 0 {
@@ -220,7 +241,7 @@ func (c *Controller) finishTraffic(ctx context.Context, rel *rolloutv1alpha1.Rel
 		return false, nil
 	}
 	trafficToStable(revs, clusters)
-	if settled, _, err := c.trafficSettled(ctx, b, revs, clusters); err != nil || !settled {
+	if settled, _, err := c.trafficSettled(ctx, b, revs, clusters, true); err != nil || !settled {
 		if err == nil {
 			err = SetRevisions(ctx, c.Client, b, revs)
 		}
@@ -245,9 +266,29 @@ func (c *Controller) blueGreenWave(ctx context.Context, s *step, ws *rolloutv1al
 		share[tc.Name] = tc.Replicas
 	}
 	if ws.CurrentStep == 0 {
+		// A stack an earlier release switched to goes out of the active Service before it
+		// takes this release's revision: users never reach a revision its gates did not pass.
+		var inherited []string
+		for _, cl := range wave.Clusters {
+			if pin, ok := s.revs.CanaryFor(cl); ok && pin.Active && pin.Revision != rel.Spec.Revision {
+				pin.Active = false
+				s.putCanary(pin)
+				inherited = append(inherited, cl)
+			}
+		}
+		if len(inherited) > 0 {
+			ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, fmt.Sprintf("switching %s back to the primaries in %s before the preview takes revision %d", bg.ActiveService, strings.Join(inherited, ", "), rel.Spec.Revision)
+			s.after(trafficPoll)
+			return false, nil
+		}
+		if settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters); err != nil || !settled {
+			ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, "waiting for the active Service: "+msg
+			s.after(trafficPoll)
+			return false, err
+		}
 		for _, cl := range wave.Clusters {
 			pin, _ := s.revs.CanaryFor(cl)
-			s.putCanary(workv1alpha1.CanaryPin{Cluster: cl, Revision: rel.Spec.Revision, Replicas: max(share[cl], 1), Active: pin.Active})
+			s.putCanary(workv1alpha1.CanaryPin{Cluster: cl, Revision: rel.Spec.Revision, Replicas: max(share[cl], 1), Active: pin.Active && pin.Revision == rel.Spec.Revision})
 			s.markUpdated(cl)
 		}
 		var waiting, degraded []string
@@ -264,13 +305,17 @@ func (c *Controller) blueGreenWave(ctx context.Context, s *step, ws *rolloutv1al
 		}
 		if len(waiting) > 0 {
 			ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, fmt.Sprintf("preview: revision %d starting at full scale behind %s in %s", rel.Spec.Revision, bg.PreviewService, strings.Join(waiting, ", "))
+			ws.HealthyAt = nil
 			return false, nil
+		}
+		if ws.HealthyAt == nil {
+			ws.HealthyAt = &metav1.MicroTime{Time: s.now} // the bake counts from here
 		}
 		promoted := rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i
 		if wave.Spec != nil && !promoted {
 			g := wave.Spec.Gates
 			if bake, _, _ := policyv1alpha1.ParseDuration("", g.BakeTime); bake > 0 {
-				if left := bake - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
+				if left := bake - s.now.Sub(ws.HealthyAt.Time); left > 0 {
 					ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("preview healthy; baking %s more before the switch", left.Round(time.Second))
 					s.after(left)
 					return false, nil
@@ -292,6 +337,15 @@ func (c *Controller) blueGreenWave(ctx context.Context, s *step, ws *rolloutv1al
 			s.putCanary(pin)
 		}
 		ws.CurrentStep, ws.StepStartedAt = 1, &metav1.MicroTime{Time: s.now}
+	}
+	var degraded []string
+	for _, cl := range wave.Clusters {
+		if cs := clusterStatus[cl]; s.statusFresh && cs.CanaryHealth == workv1alpha1.HealthDegraded {
+			degraded = append(degraded, cl)
+		}
+	}
+	if len(degraded) > 0 {
+		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: the new stack went Degraded after the switch in %s", wave.Name, strings.Join(degraded, ", ")))
 	}
 	if settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters); err != nil || !settled {
 		ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, "switching "+bg.ActiveService+" to revision "+fmt.Sprint(rel.Spec.Revision)+": "+msg
@@ -321,7 +375,7 @@ func (c *Controller) finishRouted(ctx context.Context, rel *rolloutv1alpha1.Rele
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: rel.Spec.Binding.Name}, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.BindingSpec().Revisions == nil {
+	if b.BindingSpec().Revisions == nil || foreignTarget(rel, b) != "" {
 		return ctrl.Result{}, nil
 	}
 	left, err := c.finishTraffic(ctx, rel, b)
@@ -336,7 +390,9 @@ func (c *Controller) finishRouted(ctx context.Context, rel *rolloutv1alpha1.Rele
 // the canaries run healthy and every cluster's routes were applied that way.
 func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alpha1.WaveStatus, wave Wave, k int, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
 	ts := trafficAt(wave.Spec.Steps, k)
-	counts := s.setTraffic(wave.Clusters, ts)
+	// The canary takes its new size first, at the weight it had; the route sends it more only
+	// once it runs healthy at that size.
+	counts := s.setTraffic(wave.Clusters, ts, true)
 	var waiting, degraded []string
 	for _, cl := range wave.Clusters {
 		if counts[cl] == 0 {
@@ -358,6 +414,7 @@ func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alph
 		ws.Message = fmt.Sprintf("step %d %s: canaries %s starting in %s", k, label, formatCounts(counts), strings.Join(waiting, ", "))
 		return false, nil
 	}
+	s.setTraffic(wave.Clusters, ts, false)
 	settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters)
 	if err != nil || !settled {
 		ws.Message = fmt.Sprintf("step %d %s: %s", k, label, msg)

@@ -16,6 +16,7 @@ package traffic
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,7 +61,7 @@ func StateFor(revs *workv1alpha1.Revisions, cluster string) State {
 	if !ok {
 		return State{}
 	}
-	st := State{HeaderMatch: pin.HeaderMatch, Active: pin.Active, PrimaryLabelled: true}
+	st := State{HeaderMatch: pin.HeaderMatch, Active: pin.Active}
 	if pin.Weight != nil {
 		st.Weight = *pin.Weight
 	}
@@ -189,7 +190,7 @@ func renderHTTPRoute(obj *unstructured.Unstructured, t *workv1alpha1.TrafficTarg
 		refs[canary].(map[string]any)["weight"] = int64(st.Weight)
 		rule["backendRefs"] = refs
 		if len(st.HeaderMatch) > 0 {
-			headerRules = append(headerRules, httpRouteHeaderRule(rule, refs[canary].(map[string]any), st.HeaderMatch))
+			headerRules = append(headerRules, httpRouteHeaderRule(rule, refs[canary].(map[string]any), st.HeaderMatch, i))
 		}
 		out = append(out, rule)
 	}
@@ -210,16 +211,12 @@ func isServiceRef(m map[string]any) bool {
 
 // httpRouteHeaderRule is rule sending the requests that also carry the headers to the canary
 // only.
-func httpRouteHeaderRule(rule, canaryRef map[string]any, hm []policyv1alpha1.HeaderMatch) map[string]any {
+func httpRouteHeaderRule(rule, canaryRef map[string]any, hm []policyv1alpha1.HeaderMatch, index int) map[string]any {
 	out := runtimeCopy(rule)
 	ref := runtimeCopy(canaryRef)
 	ref["weight"] = int64(1)
 	out["backendRefs"] = []any{ref}
-	if name, _ := rule["name"].(string); name != "" {
-		out["name"] = name + "-" + headerRuleSuffix
-	} else {
-		out["name"] = headerRuleSuffix
-	}
+	out["name"] = headerRuleName(rule["name"], index)
 	withHeaders(out, hm)
 	return out
 }
@@ -307,7 +304,7 @@ func renderVirtualService(obj *unstructured.Unstructured, t *workv1alpha1.Traffi
 		dests[canary].(map[string]any)["weight"] = int64(st.Weight)
 		route["route"] = dests
 		if len(st.HeaderMatch) > 0 {
-			headerRoutes = append(headerRoutes, virtualServiceHeaderRoute(route, dests[canary].(map[string]any), st.HeaderMatch))
+			headerRoutes = append(headerRoutes, virtualServiceHeaderRoute(route, dests[canary].(map[string]any), st.HeaderMatch, i))
 		}
 		out = append(out, route)
 	}
@@ -326,16 +323,12 @@ func hostIs(host, service string) bool {
 	return service != "" && (host == service || strings.HasPrefix(host, service+"."))
 }
 
-func virtualServiceHeaderRoute(route, canaryDest map[string]any, hm []policyv1alpha1.HeaderMatch) map[string]any {
+func virtualServiceHeaderRoute(route, canaryDest map[string]any, hm []policyv1alpha1.HeaderMatch, index int) map[string]any {
 	out := runtimeCopy(route)
 	dest := runtimeCopy(canaryDest)
 	dest["weight"] = int64(100)
 	out["route"] = []any{dest}
-	if name, _ := route["name"].(string); name != "" {
-		out["name"] = name + "-" + headerRuleSuffix
-	} else {
-		out["name"] = headerRuleSuffix
-	}
+	out["name"] = headerRuleName(route["name"], index)
 	headers := map[string]any{}
 	for _, h := range hm {
 		switch {
@@ -366,6 +359,15 @@ func virtualServiceHeaderRoute(route, canaryDest map[string]any, hm []policyv1al
 	}
 	out["match"] = matches
 	return out
+}
+
+// headerRuleName names the header rule put in front of a rule: after it, or by its index
+// when it has no name, so two never share one.
+func headerRuleName(name any, index int) string {
+	if n, _ := name.(string); n != "" {
+		return n + "-" + headerRuleSuffix
+	}
+	return fmt.Sprintf("rule%d-%s", index, headerRuleSuffix)
 }
 
 func runtimeCopy(m map[string]any) map[string]any {
@@ -414,11 +416,12 @@ func Read(obj *unstructured.Unstructured, t *workv1alpha1.TrafficTargets) (Split
 	found := false
 	for _, it := range items {
 		m, _ := it.(map[string]any)
-		if name, _ := m["name"].(string); strings.HasSuffix(name, headerRuleSuffix) {
+		name, _ := m["name"].(string)
+		if strings.HasSuffix(name, headerRuleSuffix) {
 			split.Header = true
 			continue
 		}
-		if found {
+		if found || (list == "http" && len(t.VirtualServiceRoutes) > 0 && !slices.Contains(t.VirtualServiceRoutes, name)) {
 			continue
 		}
 		refs, _ := m[key].([]any)

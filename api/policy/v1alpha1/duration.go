@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -64,6 +65,16 @@ func (r *RolloutStrategy) Validate(prefix string) error {
 			return err
 		}
 		for k, st := range w.Steps {
+			if st.SetHeaderRoute != nil {
+				for m, h := range st.SetHeaderRoute.Match {
+					if h.Regex == nil {
+						continue
+					}
+					if _, err := regexp.Compile(*h.Regex); err != nil {
+						return fmt.Errorf("%s.steps[%d].setHeaderRoute.match[%d].regex: not an RE2 regular expression (%v); fix it or use exact or prefix", at, k, m, err)
+					}
+				}
+			}
 			if st.Pause == nil {
 				continue
 			}

@@ -331,7 +331,7 @@ type Placement struct {
 }
 
 // PropagationSpec is what a propagation policy declares.
-// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !(has(self.rollout.trafficRouting) || has(self.rollout.blueGreen)) || self.resourceSelectors.all(r, r.apiVersion == 'apps/v1' && r.kind == 'Deployment')",message="rollout: trafficRouting and blueGreen release apps/v1 Deployments only; place the Services and routes with another policy"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !(has(self.rollout.trafficRouting) || has(self.rollout.blueGreen)) || (self.resourceSelectors.size() == 1 && self.resourceSelectors[0].apiVersion == 'apps/v1' && self.resourceSelectors[0].kind == 'Deployment' && has(self.resourceSelectors[0].name))",message="rollout: trafficRouting and blueGreen release one Deployment, named in the only resourceSelector (its Services and routes carry one workload's split); place the Services and routes with another policy"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !self.rollout.waves.exists(w, has(w.steps) && w.steps.exists(s, has(s.setWeight))) || self.resourceSelectors.all(r, r.apiVersion == 'apps/v1' && r.kind == 'Deployment')",message="rollout: setWeight canary steps work for apps/v1 Deployments only; select only Deployments in this policy, or drop the setWeight steps"
 type PropagationSpec struct {
 	// resourceSelectors select the templates this policy places.
