@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 )
@@ -90,5 +91,37 @@ func TestWorkloadArgsSelectTheCanaryAndTheStablePods(t *testing.T) {
 		if _, err := labels.Parse(sel); err != nil {
 			t.Errorf("%s is not a label selector: %v", sel, err)
 		}
+	}
+}
+
+func TestTrafficStepSizesTheCanary(t *testing.T) {
+	steps := []policyv1alpha1.CanaryStep{
+		{SetWeight: ptr.To[int32](20)},
+		{SetCanaryScale: &policyv1alpha1.CanaryScale{Replicas: ptr.To[int32](0)}},
+		{SetHeaderRoute: &policyv1alpha1.HeaderRoute{Match: []policyv1alpha1.HeaderMatch{{Name: "X-Canary", Exact: ptr.To("1")}}}},
+		{SetCanaryScale: &policyv1alpha1.CanaryScale{Weight: ptr.To[int32](50)}},
+		{SetCanaryScale: &policyv1alpha1.CanaryScale{MatchTrafficWeight: true}},
+		{SetWeight: ptr.To[int32](60)},
+	}
+	for _, tt := range []struct {
+		k      int
+		share  int32
+		weight int32
+		want   int32
+	}{
+		{0, 10, 20, 2},
+		{0, 2, 20, 1},  // ceil(0.4)
+		{1, 10, 20, 1}, // replicas 0 while 20% of requests go to it: one runs
+		{3, 10, 20, 5},
+		{4, 10, 20, 2},
+		{5, 10, 60, 6},
+	} {
+		ts := trafficAt(steps, tt.k)
+		if ts.weight != tt.weight || ts.replicas(tt.share) != tt.want {
+			t.Errorf("step %d of %d replicas: weight %d replicas %d, want %d and %d", tt.k, tt.share, ts.weight, ts.replicas(tt.share), tt.weight, tt.want)
+		}
+	}
+	if len(trafficAt(steps, 2).header) != 1 {
+		t.Error("the header route holds from its step on")
 	}
 }

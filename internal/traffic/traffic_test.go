@@ -152,3 +152,39 @@ func TestServicesSelectTheirRole(t *testing.T) {
 		}
 	}
 }
+
+func TestHeaderRulesOfUnnamedRulesGetDistinctNames(t *testing.T) {
+	u := parse(t, strings.ReplaceAll(httpRoute, "{name: cdn, port: 80}", "{name: web, port: 80}"))
+	if err := Render(u, targets, State{Weight: 10, HeaderMatch: []policyv1alpha1.HeaderMatch{{Name: "X-Canary", Prefix: ptr.To("y")}}}); err != nil {
+		t.Fatal(err)
+	}
+	rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+	if len(rules) != 4 {
+		t.Fatalf("rules %v", rules)
+	}
+	if a, b := rules[0].(map[string]any)["name"], rules[1].(map[string]any)["name"]; a == b {
+		t.Errorf("two header rules named %v", a)
+	}
+	h := rules[0].(map[string]any)["matches"].([]any)[0].(map[string]any)["headers"].([]any)[0].(map[string]any)
+	if h["type"] != "RegularExpression" || h["value"] != "^y.*" {
+		t.Errorf("prefix match as %v", h)
+	}
+}
+
+func TestReadTakesTheNamedVirtualServiceRoute(t *testing.T) {
+	u := parse(t, virtualService+`
+  - name: other
+    route:
+    - destination: {host: web, port: {number: 80}}
+`)
+	named := &workv1alpha1.TrafficTargets{StableService: "web", CanaryService: "web-canary", VirtualService: "web", VirtualServiceRoutes: []string{"other"}}
+	if err := Render(u, named, State{Weight: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if split, ok := Read(u, named); !ok || split.Canary != 30 {
+		t.Errorf("read %+v %v, want the named route's 30%%", split, ok)
+	}
+	if split, _ := Read(u, targets); split.Canary != 0 {
+		t.Errorf("the first route was changed: %+v", split)
+	}
+}
