@@ -249,8 +249,8 @@ func measureSplit(t *testing.T, g gomega.Gomega, cluster, ns string, n int, head
 	return float64(canaries) / float64(n)
 }
 
-// orderWatch samples a member while a release ends and records any moment at which the canary
-// Deployment was gone while the route still sent it requests.
+// orderWatch samples a member during a release and records any moment at which the route sent
+// requests to a canary Deployment that was gone or had no ready pod.
 func orderWatch(t *testing.T, cluster, ns string) (stop func() []string) {
 	done := make(chan struct{})
 	var violations []string
@@ -264,10 +264,18 @@ func orderWatch(t *testing.T, cluster, ns string) (stop func() []string) {
 			}
 			// The Deployment first, then the route: a canary seen gone before a route read
 			// after it still weighting it is a real violation, never a sampling artefact.
-			canaryGone := memberObject(t, cluster, "apps/v1", "Deployment", ns, "web-canary") == nil
+			canary := memberObject(t, cluster, "apps/v1", "Deployment", ns, "web-canary")
 			split := routeSplit(t, cluster, ns, "HTTPRoute")
-			if canaryGone && split != "" && !strings.HasPrefix(split, "stable 100% / canary 0%") {
+			weighted := split != "" && !strings.HasPrefix(split, "stable 100% / canary 0%")
+			if canary == nil && weighted {
 				violations = append(violations, fmt.Sprintf("%s: canary gone while the route sends %s", time.Now().Format(time.StampMilli), split))
+			}
+			// Read after the route: a canary that exists then and has no ready pod was sent
+			// requests before it could serve them.
+			if canary = memberObject(t, cluster, "apps/v1", "Deployment", ns, "web-canary"); canary != nil && weighted {
+				if ready, _, _ := unstructured.NestedInt64(canary.Object, "status", "readyReplicas"); ready == 0 {
+					violations = append(violations, fmt.Sprintf("%s: the route sends %s to a canary with no ready pod", time.Now().Format(time.StampMilli), split))
+				}
 			}
 		}
 	})
@@ -373,6 +381,7 @@ spec:
 			return ""
 		}
 	}
+	watch := orderWatch(t, "east", ns)
 	setImage(t, g, web, "registry.example/web:2")
 	g.Eventually(atStep(1)).Should(gomega.Equal(string(rolloutv1alpha1.WaveWaitingForApproval)))
 	for _, cl := range clusters {
@@ -400,7 +409,6 @@ spec:
 	}
 	g.Expect(measureSplit(t, g, "west", ns, 200, http.Header{"X-Canary": {"yes"}})).To(gomega.Equal(1.0), "testers with the header reach the canary only")
 
-	watch := orderWatch(t, "east", ns)
 	out, err = flotilla("release", "promote", "deployment/web", "-n", ns)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(atStep(7)).Should(gomega.Equal(string(rolloutv1alpha1.WaveWaitingForApproval)))
@@ -416,7 +424,7 @@ spec:
 		g.Expect(memberImage(t, cl, ns, "web")).To(gomega.Equal("registry.example/web:2"))
 		g.Expect(routeSplit(t, cl, ns, "HTTPRoute")).To(gomega.Equal("stable 100% / canary 0%"), "all traffic on the new revision in %s", cl)
 	}
-	g.Expect(watch()).To(gomega.BeEmpty(), "on completion the route left the canary before the canary went")
+	g.Expect(watch()).To(gomega.BeEmpty(), "the route sent requests only to a ready canary, and left it before it went")
 
 	// A weight edited by hand in a member is drift: put back, and counted on the route's
 	// binding (what `get bindings -o wide` and the dashboard show), not fought in silence.
@@ -446,9 +454,9 @@ spec:
 	// Abort at 20%: every request back to stable before the canary is removed.
 	setImage(t, g, web, "registry.example/web:3")
 	rel = "web-deployment-r3"
+	watch = orderWatch(t, "east", ns)
 	g.Eventually(atStep(1)).Should(gomega.Equal(string(rolloutv1alpha1.WaveWaitingForApproval)))
 	g.Expect(routeSplit(t, "east", ns, "HTTPRoute")).To(gomega.Equal("stable 80% / canary 20%"))
-	watch = orderWatch(t, "east", ns)
 	out, err = flotilla("release", "abort", "deployment/web", "-n", ns)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, rel) }).Should(gomega.Equal(rolloutv1alpha1.ReleaseAborted))
@@ -685,4 +693,40 @@ spec:
 	close(done)
 	wg.Wait()
 	g.Expect(empty).To(gomega.BeEmpty(), "the stable Service always selected running pods")
+}
+
+// Routing policies that cannot work are refused at admission, naming the fix.
+func TestTrafficRoutingPoliciesAreChecked(t *testing.T) {
+	g := newG(t)
+	ns := "traffic-bad"
+	ensureNamespace(t, cp, ns)
+	routing := &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary", HTTPRoute: &policyv1alpha1.RouteReference{Name: "web"}}
+	for _, tt := range []struct {
+		name      string
+		selectors []policyv1alpha1.ResourceSelector
+		rollout   policyv1alpha1.RolloutStrategy
+		want      string
+	}{
+		{"a Service beside the Deployment", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, {APIVersion: "v1", Kind: "Service"}},
+			policyv1alpha1.RolloutStrategy{TrafficRouting: routing, Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100)}}},
+			"trafficRouting and blueGreen release one Deployment"},
+		{"setCanaryScale without routing", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100),
+				Steps: []policyv1alpha1.CanaryStep{{SetCanaryScale: &policyv1alpha1.CanaryScale{Replicas: ptr.To[int32](1)}}}}}},
+			"setCanaryScale and setHeaderRoute steps need rollout.trafficRouting"},
+		{"blue-green with canary steps", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			policyv1alpha1.RolloutStrategy{BlueGreen: &policyv1alpha1.BlueGreenStrategy{ActiveService: "web", PreviewService: "web-preview"},
+				Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100), Steps: []policyv1alpha1.CanaryStep{{SetWeight: ptr.To[int32](10)}}}}},
+			"a blue-green rollout has no canary steps"},
+		{"routing without a route", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			policyv1alpha1.RolloutStrategy{TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary"},
+				Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100)}}},
+			"name an httpRoute, a virtualService or both"},
+	} {
+		p := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: tt.selectors, Rollout: &tt.rollout}}
+		err := cp.Create(context.Background(), p)
+		g.Expect(err).To(gomega.HaveOccurred(), tt.name)
+		g.Expect(err.Error()).To(gomega.ContainSubstring(tt.want), tt.name)
+	}
 }
