@@ -112,6 +112,31 @@ type Executor struct {
 	drift sync.Map
 	// verdicts remember the last drift verdict per member object (see verdictClean).
 	verdicts sync.Map
+	// appliedGenerations remember the UID and generation each member object had after this
+	// executor's last apply, so a cached copy older than that apply is never judged as drift.
+	appliedGenerations sync.Map
+}
+
+// appliedGeneration is a member object as this executor last applied it.
+type appliedGeneration struct {
+	uid        types.UID
+	generation int64
+}
+
+func memberObjectKey(cluster string, gvr schema.GroupVersionResource, ns, name string) string {
+	return cluster + "/" + gvr.String() + "/" + ns + "/" + name
+}
+
+// olderThanApplied says whether a cached member object predates this executor's last apply
+// of it: the informer has not delivered that write yet (its event brings the Work back), so
+// a difference from the rendered object is the apply in flight, not a change by hand.
+func (e *Executor) olderThanApplied(cluster string, gvr schema.GroupVersionResource, cached *unstructured.Unstructured) bool {
+	v, ok := e.appliedGenerations.Load(memberObjectKey(cluster, gvr, cached.GetNamespace(), cached.GetName()))
+	if !ok {
+		return false
+	}
+	a := v.(appliedGeneration)
+	return a.uid == cached.GetUID() && cached.GetGeneration() < a.generation
 }
 
 // SetupWithManager registers the executor.
@@ -419,6 +444,9 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 					cached, unwatched = found, true
 				}
 			}
+			if cached != nil && !unwatched && e.olderThanApplied(cluster, mapping.Resource, cached) {
+				cached = nil
+			}
 			if cached != nil {
 				live = cached
 				if drifted, err = e.checkDrift(key, cluster, mapping.Resource, w, obj, cached); err != nil {
@@ -472,6 +500,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				e.namespaces.Delete(cluster + "/" + obj.GetNamespace()) // in case the namespace went away
 				return 0, fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
 			}
+			e.appliedGenerations.Store(memberObjectKey(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()), appliedGeneration{live.GetUID(), live.GetGeneration()})
 			if before != nil {
 				if live.GetResourceVersion() != before.GetResourceVersion() {
 					corrected = append(corrected, driftedObject(obj, fieldPaths(drifted)))

@@ -121,6 +121,12 @@ func TestCanaryStepsInsideAWave(t *testing.T) {
 		g.Eventually(func() split { return splitIn(t, cluster, ns) }).Should(gomega.Equal(split{primary: 5}), "canary gone in %s", cluster)
 		g.Expect(memberImage(t, cluster, ns, "web")).To(gomega.Equal("registry.example/web:2"))
 	}
+	// Nobody touched the members: the canary's own applies are never taken for drift.
+	for _, cs := range bindingOf(ctx, ns, "web-deployment").Status.Clusters {
+		if cs.Drift != nil {
+			t.Errorf("cluster %s reports drift after a release nobody interfered with: %+v", cs.Cluster, *cs.Drift)
+		}
+	}
 }
 
 // A canary step for a kind that cannot run one is refused, naming the fix.
