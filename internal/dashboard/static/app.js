@@ -221,7 +221,9 @@
   }
 
   async function renderFleet(r) {
+    const shown = state.view;
     const [apps, clusters] = await Promise.all([api('applications'), api('clusters').catch(() => ({ items: [] }))]);
+    if (state.view !== shown) return h('div'); // the user moved on: the controls are another page's
     const teams = [...new Set(apps.items.map((w) => w.namespace).filter(Boolean))].sort();
     const controls = $('controls');
     if (!controls.firstChild) {
