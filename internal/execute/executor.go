@@ -775,6 +775,7 @@ func (e *Executor) deleteManaged(ctx context.Context, cluster string, member clu
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	ri := member.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+	e.appliedGenerations.Delete(memberObjectKey(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()))
 	live, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
 	// Flotilla's label, or fields it applied (a label removed by hand does not make it foreign).
 	if err == nil && (live.GetLabels()[workv1alpha1.ManagedByLabel] == workv1alpha1.ManagedByValue || appliedByFlotilla(live)) {
