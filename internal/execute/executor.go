@@ -445,7 +445,21 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				}
 			}
 			if cached != nil && !unwatched && e.olderThanApplied(cluster, mapping.Resource, cached) {
-				cached = nil
+				// The informer has not seen the last apply yet: judge drift and health on the
+				// member's own copy, not on the stale one (which would read as drift, and as the
+				// health of the previous spec).
+				cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+				fresh, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+				cancel()
+				switch {
+				case apierrors.IsNotFound(err):
+					cached, needApply = nil, true // deleted since: put it back
+					recreated = append(recreated, driftedObject(obj, []string{"deleted"}))
+				case err != nil:
+					return 0, fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+				default:
+					cached = fresh
+				}
 			}
 			if cached != nil {
 				live = cached
@@ -513,7 +527,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		}
 		// The cache may not have seen the apply yet: its status would be the old spec's.
 		if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok &&
-			(live == nil || cached.GetGeneration() >= live.GetGeneration()) {
+			(live == nil || cached.GetGeneration() >= live.GetGeneration()) && !e.olderThanApplied(cluster, mapping.Resource, cached) {
 			live = cached
 		}
 		if unwatched && !needApply {
