@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +125,13 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 		return err
 	}
 	fmt.Fprintf(out, "  members settled after it in: %7.1fs\n", settled.Seconds())
+	// The members' own work for these objects (their apiservers taking the objects and their
+	// controllers' status writes) is the same whoever writes the objects; on this machine's
+	// cores it bounds how fast any writer that runs beside the members can be.
+	memberWork := cpuCeiling.members(fleetCPU(lf))
+	floor := time.Duration(memberWork / float64(goruntime.NumCPU()) * float64(time.Second))
+	fmt.Fprintf(out, "  members' own CPU for them:   %7.1fs  (%.1fs of %d cores: a writer the members keep up with reaches at most %.2f of the ceiling)\n",
+		memberWork, floor.Seconds(), goruntime.NumCPU(), ceiling.Seconds()/floor.Seconds())
 
 	// Flotilla: templates in the control plane, one policy duplicating them everywhere.
 	ns := fmt.Sprintf("bench-%d", n)
@@ -445,6 +453,11 @@ func fleetCPU(lf *localfleet.LocalFleet) cpuByRole {
 		out[role] += cpuSeconds(s.PID)
 	}
 	return out
+}
+
+// members is the CPU seconds the member apiservers and controllers spent since before.
+func (before cpuByRole) members(after cpuByRole) float64 {
+	return after["member-apiservers"] - before["member-apiservers"] + after["member-controllers"] - before["member-controllers"]
 }
 
 func (before cpuByRole) since(after cpuByRole) string {

@@ -221,13 +221,16 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if (!apiequality.Semantic.DeepEqual(result, bs.Clusters) && !(len(result) == 0 && len(bs.Clusters) == 0)) ||
 			!apiequality.Semantic.DeepEqual(tasks, bs.GracefulEvictionTasks) && !(len(tasks) == 0 && len(bs.GracefulEvictionTasks) == 0) {
 			patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+			moved := len(bs.Clusters) > 0
 			bs.Clusters = result
 			bs.GracefulEvictionTasks = tasks
 			if err := c.Client.Patch(ctx, b, patch); err != nil {
 				return ctrl.Result{}, err
 			}
-			if c.Recorder != nil {
-				c.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", reason)
+			// A first placement is told by the Scheduled condition; an event per new template
+			// would be one more control-plane write each. Moving a placed workload is news.
+			if moved && c.Recorder != nil {
+				c.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Rescheduled", "Schedule", "%s", reason)
 			}
 		}
 	}
