@@ -180,6 +180,9 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 	for _, where := range []string{"control plane", "members"} {
 		fmt.Fprintf(out, "  writes to the %s per member object: %s\n", where, writesAfter[where].since(writesBefore[where], n*len(members)))
 	}
+	for _, where := range []string{"control plane", "members"} {
+		fmt.Fprintf(out, "  %s per member object: %s\n", readsOf(where), writesAfter[readsOf(where)].since(writesBefore[readsOf(where)], n*len(members)))
+	}
 
 	if o.LatencySamples > 0 {
 		lat, err := changeLatency(ctx, memberCS, cp, ns, n, o.LatencySamples)
@@ -324,9 +327,13 @@ type writeCounts map[string]float64
 var requestTotal = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
 var metricLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// fleetWrites reads the apiservers' request counters, summed over the members.
+// readsOf is the key of the GET and LIST requests to where in fleetWrites' answer.
+func readsOf(where string) string { return "reads from the " + where }
+
+// fleetWrites reads the apiservers' request counters, summed over the members: the writes to
+// the control plane and to the members, and their reads under readsOf.
 func fleetWrites(ctx context.Context, lf *localfleet.LocalFleet) (map[string]writeCounts, error) {
-	out := map[string]writeCounts{"control plane": {}, "members": {}}
+	out := map[string]writeCounts{"control plane": {}, "members": {}, readsOf("control plane"): {}, readsOf("members"): {}}
 	for _, name := range append([]string{""}, lf.Fleet().Names()...) {
 		cfg, err := lf.RESTConfig(name)
 		if err != nil {
@@ -353,17 +360,20 @@ func fleetWrites(ctx context.Context, lf *localfleet.LocalFleet) (map[string]wri
 			for _, l := range metricLabel.FindAllStringSubmatch(m[1], -1) {
 				labels[l[1]] = l[2]
 			}
+			kind := where
 			switch labels["verb"] {
 			case "POST", "PUT", "PATCH", "APPLY", "DELETE":
+			case "GET", "LIST":
+				kind = readsOf(where)
 			default:
-				continue
+				continue // WATCH: long-lived, counted once each
 			}
 			resource := labels["resource"]
 			if labels["subresource"] != "" {
 				resource += "/" + labels["subresource"]
 			}
 			v, _ := strconv.ParseFloat(m[2], 64)
-			out[where][labels["verb"]+" "+resource] += v
+			out[kind][labels["verb"]+" "+resource] += v
 		}
 	}
 	return out, nil
@@ -376,8 +386,8 @@ func waitQuiet(ctx context.Context, lf *localfleet.LocalFleet) (time.Duration, e
 	total := func() (float64, error) {
 		w, err := fleetWrites(ctx, lf)
 		sum := 0.0
-		for _, counts := range w {
-			for _, v := range counts {
+		for _, where := range []string{"control plane", "members"} {
+			for _, v := range w[where] {
 				sum += v
 			}
 		}
