@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,8 +56,17 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if err := metrics.Registry.Register(newPhaseCollector(mgr.GetClient())); err != nil {
-		return err
+	phases := newPhaseCollector(mgr.GetClient())
+	if err := metrics.Registry.Register(phases); err != nil {
+		already := prometheus.AlreadyRegisteredError{}
+		if !errors.As(err, &already) {
+			return err
+		}
+		// Another manager of this process (tests start one each): the newest one's cache answers.
+		metrics.Registry.Unregister(already.ExistingCollector)
+		if err := metrics.Registry.Register(phases); err != nil {
+			return err
+		}
 	}
 	toRelease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		b, ok := o.(workv1alpha1.Binding)
@@ -307,8 +317,9 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		return nil
 	}
 	if status.Phase == rolloutv1alpha1.ReleasePaused {
-		// Resumed: the time paused does not count against the progress deadline.
-		if i := int(status.CurrentWave); i < len(status.Waves) && status.Waves[i].ProgressSince != nil {
+		// Resumed: the time paused does not count against the progress deadline, of the wave
+		// or of the step it is in.
+		if i := int(status.CurrentWave); i < len(status.Waves) && status.Waves[i].StartedAt != nil {
 			status.Waves[i].ProgressSince = &metav1.MicroTime{Time: s.now}
 		}
 	}
@@ -379,12 +390,9 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	}
 	st := waveState{Name: wave.Name, Revision: rel.Spec.Revision, Clusters: wave.Clusters, Pinned: map[string]int64{},
 		Reported: clusterStatus, Batch: batch, Fresh: s.statusFresh, Now: s.now, StartedAt: ws.StartedAt.Time,
-		ProgressSince: microTime(ws.ProgressSince), HealthyAt: microTime(ws.HealthyAt), Deadline: defaultProgressDeadline}
+		ProgressSince: microTime(ws.ProgressSince), HealthyAt: microTime(ws.HealthyAt), Deadline: progressDeadline(rel)}
 	for _, cl := range wave.Clusters {
 		st.Pinned[cl] = s.pinnedTo(cl)
-	}
-	if d, set, _ := policyv1alpha1.ParseDuration("", rel.Spec.Strategy.ProgressDeadline); set { // validated in step
-		st.Deadline = d
 	}
 	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
 	if wave.Spec != nil && !promoted && !blueGreen(rel) { // blue-green gates ran against the preview
@@ -824,22 +832,14 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 			if err != nil {
 				return false, err
 			}
-			var waiting, degraded []string
-			for _, cl := range wave.Clusters {
-				if counts[cl] == 0 {
-					continue
-				}
-				switch cs := clusterStatus[cl]; {
-				case !s.statusFresh || cs.CanaryHealth == "" || cs.CanaryHealth == workv1alpha1.HealthUnknown || cs.CanaryHealth == workv1alpha1.HealthProgressing:
-					waiting = append(waiting, cl)
-				case cs.CanaryHealth == workv1alpha1.HealthDegraded:
-					degraded = append(degraded, cl)
-				}
-			}
+			waiting, degraded := canaryWait(wave.Clusters, counts, clusterStatus, s.statusFresh)
 			if len(degraded) > 0 {
 				return false, c.failed(ctx, s, fmt.Sprintf("wave %s: canary Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
 			}
 			if len(waiting) > 0 {
+				if s.overdue(ws) {
+					return false, c.failed(ctx, s, canaryOverdue(wave, k, waiting, progressDeadline(rel)))
+				}
 				ws.Phase = rolloutv1alpha1.WaveUpdating
 				ws.Message = fmt.Sprintf("step %d setWeight %d%%: canaries %s starting in %s", k, *st.SetWeight, formatCounts(counts), strings.Join(waiting, ", "))
 				return false, nil

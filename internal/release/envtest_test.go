@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,12 +25,12 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
-// The detector, the recorder and the release controller against a real API server, with the members
-// played by a loop that reports every cluster running, healthy, the revision it is pinned
-// to (what the binding controller reports once the executor applied it): a template change
-// becomes revision 2 and its Release, which pins east first and west only after east ran it
-// healthy, then makes 2 the stable revision, Ready under kstatus.
-func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
+// releaseFixture starts the detector, the recorder and the release controller on a real API
+// server with the clusters east and west, the Deployment shop/web (image web:1) placed on both
+// by a policy with the given rollout, and a loop playing the members: every 100ms it calls
+// report with the binding, whose status it then writes. It returns the client and the binding.
+func releaseFixture(t *testing.T, rollout *policyv1alpha1.RolloutStrategy, report func(cur *workv1alpha1.ResourceBinding)) (client.Client, *workv1alpha1.ResourceBinding) {
+	t.Helper()
 	ctx := context.Background()
 	cfg, c := testenv.Start(t)
 	testenv.Manager(t, cfg, func(mgr ctrl.Manager) error {
@@ -62,8 +64,7 @@ func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
 	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
-			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
-				{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+			Rollout:           rollout,
 		}}
 	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
 		Spec: workv1alpha1.ResourceBindingSpec{Replicas: 2,
@@ -86,9 +87,6 @@ func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
 		return c.Update(ctx, cur) == nil
 	})
 
-	// The members: every 100ms each cluster reports running its pinned revision, healthy.
-	var mu sync.Mutex
-	var seen [][2]int64 // (east, west) revisions as pinned, in order
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -103,22 +101,57 @@ func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
 			if c.Get(ctx, client.ObjectKeyFromObject(b), cur) != nil || cur.Spec.Revisions == nil {
 				continue
 			}
+			cur.Status.ObservedGeneration = cur.Generation
+			report(cur)
+			_ = c.Status().Update(ctx, cur)
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return c, b
+}
+
+// changeImage changes shop/web's image, which makes the next revision and its Release.
+func changeImage(t *testing.T, c client.Client, image string) {
+	t.Helper()
+	cur := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "web"}, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Template.Spec.Containers[0].Image = image
+	if err := c.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// healthyAsPinned reports every placed cluster running its pinned revision, healthy.
+func healthyAsPinned(cur *workv1alpha1.ResourceBinding) {
+	cur.Status.Clusters = nil
+	for _, tc := range cur.Spec.Clusters {
+		cur.Status.Clusters = append(cur.Status.Clusters, workv1alpha1.ClusterStatus{Cluster: tc.Name, Applied: true,
+			Revision: cur.Spec.Revisions.RevisionFor(tc.Name), Health: workv1alpha1.HealthHealthy})
+	}
+}
+
+// The detector, the recorder and the release controller against a real API server, with the members
+// played by a loop that reports every cluster running, healthy, the revision it is pinned
+// to (what the binding controller reports once the executor applied it): a template change
+// becomes revision 2 and its Release, which pins east first and west only after east ran it
+// healthy, then makes 2 the stable revision, Ready under kstatus.
+func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var seen [][2]int64 // (east, west) revisions as pinned, in order
+	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		func(cur *workv1alpha1.ResourceBinding) {
 			revs := cur.Spec.Revisions
 			mu.Lock()
 			if p := [2]int64{revs.RevisionFor("east"), revs.RevisionFor("west")}; len(seen) == 0 || seen[len(seen)-1] != p {
 				seen = append(seen, p)
 			}
 			mu.Unlock()
-			cur.Status.ObservedGeneration = cur.Generation
-			cur.Status.Clusters = nil
-			for _, tc := range cur.Spec.Clusters {
-				cur.Status.Clusters = append(cur.Status.Clusters, workv1alpha1.ClusterStatus{Cluster: tc.Name, Applied: true,
-					Revision: revs.RevisionFor(tc.Name), Health: workv1alpha1.HealthHealthy})
-			}
-			_ = c.Status().Update(ctx, cur)
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
+			healthyAsPinned(cur)
+		})
 
 	revisions := func() *workv1alpha1.Revisions {
 		cur := &workv1alpha1.ResourceBinding{}
@@ -129,14 +162,7 @@ func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
 	}
 	eventually(t, "revision 1 recorded as stable", func() bool { r := revisions(); return r != nil && r.Latest == 1 && r.Stable == 1 })
 
-	cur := &appsv1.Deployment{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Template.Spec.Containers[0].Image = "registry.example/web:2"
-	if err := c.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	changeImage(t, c, "registry.example/web:2")
 	rel := &rolloutv1alpha1.Release{}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -176,5 +202,36 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting: %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A canary that never turns healthy holds its step only until the progress deadline: then the
+// wave fails, naming the step and the cluster, and the release rolls back. Before, a canary
+// stuck Progressing held the release for ever.
+func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
+	ctx := context.Background()
+	deadline := intstr.FromString("3s")
+	c, _ := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
+		{Name: "canary", ClusterNames: []string{"east"}, Steps: []policyv1alpha1.CanaryStep{{SetWeight: ptr.To[int32](50)}}},
+		{Name: "rest", ClusterNames: []string{"west"}}}},
+		func(cur *workv1alpha1.ResourceBinding) {
+			healthyAsPinned(cur)
+			for i, cs := range cur.Status.Clusters {
+				if _, ok := cur.Spec.Revisions.CanaryFor(cs.Cluster); ok {
+					cur.Status.Clusters[i].CanaryHealth = workv1alpha1.HealthProgressing // never ready
+				}
+			}
+		})
+	changeImage(t, c, "registry.example/web:2")
+	rel := &rolloutv1alpha1.Release{}
+	eventually(t, "release r2 rolled back", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && rel.Status.Phase == rolloutv1alpha1.ReleaseRolledBack
+	})
+	const want = "wave canary step 0: canary not healthy within the progress deadline 3s in east"
+	if !strings.Contains(rel.Status.Message, want) {
+		t.Errorf("release message %q: want it to say %q", rel.Status.Message, want)
+	}
+	if started := rel.Status.Waves[0].StartedAt; started == nil || time.Since(started.Time) < 3*time.Second {
+		t.Errorf("wave started at %v: rolled back before the deadline", started)
 	}
 }

@@ -291,19 +291,14 @@ func (c *Controller) blueGreenWave(ctx context.Context, s *step, ws *rolloutv1al
 			s.putCanary(workv1alpha1.CanaryPin{Cluster: cl, Revision: rel.Spec.Revision, Replicas: max(share[cl], 1), Active: pin.Active && pin.Revision == rel.Spec.Revision})
 			s.markUpdated(cl)
 		}
-		var waiting, degraded []string
-		for _, cl := range wave.Clusters {
-			switch cs := clusterStatus[cl]; {
-			case !s.statusFresh || cs.CanaryHealth == "" || cs.CanaryHealth == workv1alpha1.HealthUnknown || cs.CanaryHealth == workv1alpha1.HealthProgressing:
-				waiting = append(waiting, cl)
-			case cs.CanaryHealth == workv1alpha1.HealthDegraded:
-				degraded = append(degraded, cl)
-			}
-		}
+		waiting, degraded := canaryWait(wave.Clusters, nil, clusterStatus, s.statusFresh)
 		if len(degraded) > 0 {
 			return false, c.failed(ctx, s, fmt.Sprintf("wave %s: preview stack Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
 		}
 		if len(waiting) > 0 {
+			if s.overdue(ws) {
+				return false, c.failed(ctx, s, fmt.Sprintf("wave %s: preview stack not healthy within the progress deadline %s in %s", wave.Name, progressDeadline(rel), strings.Join(waiting, ", ")))
+			}
 			ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, fmt.Sprintf("preview: revision %d starting at full scale behind %s in %s", rel.Spec.Revision, bg.PreviewService, strings.Join(waiting, ", "))
 			ws.HealthyAt = nil
 			return false, nil
@@ -348,6 +343,9 @@ func (c *Controller) blueGreenWave(ctx context.Context, s *step, ws *rolloutv1al
 		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: the new stack went Degraded after the switch in %s", wave.Name, strings.Join(degraded, ", ")))
 	}
 	if settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters); err != nil || !settled {
+		if err == nil && s.overdue(ws) {
+			return false, c.failed(ctx, s, fmt.Sprintf("wave %s: %s was not switched within the progress deadline %s (%s)", wave.Name, bg.ActiveService, progressDeadline(rel), msg))
+		}
 		ws.Phase, ws.Message = rolloutv1alpha1.WaveUpdating, "switching "+bg.ActiveService+" to revision "+fmt.Sprint(rel.Spec.Revision)+": "+msg
 		s.after(trafficPoll)
 		return false, err
@@ -393,30 +391,25 @@ func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alph
 	// The canary takes its new size first, at the weight it had; the route sends it more only
 	// once it runs healthy at that size.
 	counts := s.setTraffic(wave.Clusters, ts, true)
-	var waiting, degraded []string
-	for _, cl := range wave.Clusters {
-		if counts[cl] == 0 {
-			continue
-		}
-		switch cs := clusterStatus[cl]; {
-		case !s.statusFresh || cs.CanaryHealth == "" || cs.CanaryHealth == workv1alpha1.HealthUnknown || cs.CanaryHealth == workv1alpha1.HealthProgressing:
-			waiting = append(waiting, cl)
-		case cs.CanaryHealth == workv1alpha1.HealthDegraded:
-			degraded = append(degraded, cl)
-		}
-	}
+	waiting, degraded := canaryWait(wave.Clusters, counts, clusterStatus, s.statusFresh)
 	label := StepLabel(wave.Spec.Steps, k)
 	if len(degraded) > 0 {
 		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: canary Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
 	}
 	ws.Phase = rolloutv1alpha1.WaveUpdating
 	if len(waiting) > 0 {
+		if s.overdue(ws) {
+			return false, c.failed(ctx, s, canaryOverdue(wave, k, waiting, progressDeadline(s.rel)))
+		}
 		ws.Message = fmt.Sprintf("step %d %s: canaries %s starting in %s", k, label, formatCounts(counts), strings.Join(waiting, ", "))
 		return false, nil
 	}
 	s.setTraffic(wave.Clusters, ts, false)
 	settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters)
 	if err != nil || !settled {
+		if err == nil && s.overdue(ws) {
+			return false, c.failed(ctx, s, fmt.Sprintf("wave %s step %d: the routes were not applied within the progress deadline %s (%s)", wave.Name, k, progressDeadline(s.rel), msg))
+		}
 		ws.Message = fmt.Sprintf("step %d %s: %s", k, label, msg)
 		s.after(trafficPoll)
 		return false, err

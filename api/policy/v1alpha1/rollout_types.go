@@ -32,8 +32,9 @@ type RolloutStrategy struct {
 	// +optional
 	AutoRollback *bool `json:"autoRollback,omitempty"`
 
-	// progressDeadline is how long a wave may take to become healthy before it counts as
-	// failed: a duration such as 10m or whole seconds. Default 10m.
+	// progressDeadline is how long a wave may take to become healthy, and a canary step its
+	// canaries, routes or blue-green switch, before it counts as failed (time paused does not
+	// count): a duration such as 10m or whole seconds. Default 10m.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=32
