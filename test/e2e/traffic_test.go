@@ -722,6 +722,18 @@ func TestTrafficRoutingPoliciesAreChecked(t *testing.T) {
 			policyv1alpha1.RolloutStrategy{TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary"},
 				Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100)}}},
 			"name an httpRoute, a virtualService or both"},
+		{"a Service name that is no DNS label", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			policyv1alpha1.RolloutStrategy{TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "Web_Stable", CanaryService: "web-canary", HTTPRoute: &policyv1alpha1.RouteReference{Name: "web"}},
+				Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100)}}},
+			"stableService: a Service name: lowercase letters, digits and '-'"},
+		{"a route name that is no object name", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			policyv1alpha1.RolloutStrategy{TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary", HTTPRoute: &policyv1alpha1.RouteReference{Name: "web route"}},
+				Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100)}}},
+			"httpRoute.name: an object name"},
+		{"a preview Service name that is no DNS label", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			policyv1alpha1.RolloutStrategy{BlueGreen: &policyv1alpha1.BlueGreenStrategy{ActiveService: "web", PreviewService: "web.preview"},
+				Waves: []policyv1alpha1.Wave{{Name: "a", Percentage: ptr.To[int32](100)}}},
+			"previewService: a Service name"},
 	} {
 		p := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: tt.selectors, Rollout: &tt.rollout}}

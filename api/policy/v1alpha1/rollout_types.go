@@ -238,12 +238,14 @@ type TrafficRouting struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="stableService: a Service name: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
 	StableService string `json:"stableService"`
 
 	// canaryService selects the canary's pods (Flotilla adds the role label to its selector).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="canaryService: a Service name: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
 	CanaryService string `json:"canaryService"`
 
 	// httpRoute is a Gateway API HTTPRoute whose rules list backendRefs to both Services.
@@ -262,6 +264,7 @@ type RouteReference struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="httpRoute.name: an object name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 }
 
@@ -272,6 +275,7 @@ type VirtualServiceReference struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="virtualService.name: an object name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 
 	// routes are the names of the http routes to set; all that send to the stable Service when
@@ -345,12 +349,14 @@ type BlueGreenStrategy struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="activeService: a Service name: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
 	ActiveService string `json:"activeService"`
 
 	// previewService selects the new stack before the switch, for tests and analysis.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="previewService: a Service name: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
 	PreviewService string `json:"previewService"`
 
 	// scaleDownDelay keeps the old stack at full scale after the switch, so a rollback is a
