@@ -178,7 +178,11 @@ func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding,
 			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
 			switch {
 			case got != describeState(o.kind, want):
-				waiting = append(waiting, fmt.Sprintf("%s %s in %s to be rendered with %s", o.kind, o.name, cl, describeState(o.kind, want)))
+				msg := fmt.Sprintf("%s %s in %s to be rendered with %s", o.kind, o.name, cl, describeState(o.kind, want))
+				if why := c.renderError(ctx, b.GetNamespace(), detector.BindingName(o.kind, o.name), cl); why != "" {
+					msg += " (its binding says: " + why + ")"
+				}
+				waiting = append(waiting, msg)
 			case applied == nil || applied.Status != metav1.ConditionTrue || applied.ObservedGeneration != w.Generation:
 				waiting = append(waiting, fmt.Sprintf("%s %s in %s to be applied", o.kind, o.name, cl))
 			}
@@ -195,6 +199,21 @@ func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding,
 		return false, "waiting for " + strings.Join(waiting, "; "), nil
 	}
 	return true, "", nil
+}
+
+// renderError is what the binding of a route or Service says keeps it from being rendered
+// for a cluster, if anything.
+func (c *Controller) renderError(ctx context.Context, namespace, binding, cluster string) string {
+	rb := &workv1alpha1.ResourceBinding{}
+	if c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: binding}, rb) != nil {
+		return ""
+	}
+	for _, cs := range rb.Status.Clusters {
+		if cs.Cluster == cluster && !cs.Applied {
+			return cs.Message
+		}
+	}
+	return ""
 }
 
 // executionNamespacePrefix is the execute package's; importing it here would be a cycle.

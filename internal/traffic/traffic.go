@@ -138,6 +138,9 @@ func renderService(obj *unstructured.Unstructured, t *workv1alpha1.TrafficTarget
 	return unstructured.SetNestedStringMap(obj.Object, selector, "spec", "selector")
 }
 
+// maxHTTPRouteRules is Gateway API's limit on an HTTPRoute's rules.
+const maxHTTPRouteRules = 16
+
 // headerRuleSuffix names the rules and routes a header route adds.
 const headerRuleSuffix = "flotilla-canary-header"
 
@@ -196,6 +199,10 @@ func renderHTTPRoute(obj *unstructured.Unstructured, t *workv1alpha1.TrafficTarg
 	}
 	if !found {
 		return fmt.Errorf("HTTPRoute %s: no rule has a backendRef to the stable Service %s; add one (the canary Service %s is added beside it)", obj.GetName(), t.StableService, t.CanaryService)
+	}
+	if n := len(headerRules) + len(out); n > maxHTTPRouteRules {
+		return fmt.Errorf("HTTPRoute %s: the header route adds a rule in front of each of its %d rules to the stable Service %s, %d rules in all, more than the %d Gateway API allows; send the stable Service's traffic through fewer rules",
+			obj.GetName(), len(headerRules), t.StableService, n, maxHTTPRouteRules)
 	}
 	return unstructured.SetNestedSlice(obj.Object, append(headerRules, out...), "spec", "rules")
 }

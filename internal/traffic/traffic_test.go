@@ -188,3 +188,20 @@ func TestReadTakesTheNamedVirtualServiceRoute(t *testing.T) {
 		t.Errorf("the first route was changed: %+v", split)
 	}
 }
+
+// Gateway API allows 16 rules: a header route that would push a route past them is a render
+// error saying why, not a route the member refuses.
+func TestHeaderRouteBeyondSixteenRulesIsAnError(t *testing.T) {
+	var rules strings.Builder
+	for i := range 9 {
+		fmt.Fprintf(&rules, "  - matches: [{path: {type: PathPrefix, value: /p%d}}]\n    backendRefs: [{name: web, port: 80}]\n", i)
+	}
+	u := parse(t, strings.Split(httpRoute, "  rules:\n")[0]+"  rules:\n"+rules.String())
+	if err := Render(u.DeepCopy(), targets, State{Weight: 10}); err != nil {
+		t.Fatalf("9 rules without a header route: %v", err)
+	}
+	err := Render(u, targets, State{Weight: 10, HeaderMatch: []policyv1alpha1.HeaderMatch{{Name: "X-Canary", Exact: ptr.To("yes")}}})
+	if err == nil || !strings.Contains(err.Error(), "18 rules in all, more than the 16 Gateway API allows") {
+		t.Fatalf("error %v", err)
+	}
+}
