@@ -90,6 +90,10 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 		}
 	}
 	cpuCeiling := fleetCPU(lf)
+	ceilingBefore, err := fleetWrites(ctx, lf)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(members))
@@ -125,6 +129,12 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 		return err
 	}
 	fmt.Fprintf(out, "  members settled after it in: %7.1fs\n", settled.Seconds())
+	ceilingAfter, err := fleetWrites(ctx, lf)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  writes to the members per member object until settled: %s\n", ceilingAfter["members"].since(ceilingBefore["members"], n*len(members)))
+	fmt.Fprintf(out, "  %s per member object until settled: %s\n", readsOf("members"), ceilingAfter[readsOf("members")].since(ceilingBefore[readsOf("members")], n*len(members)))
 	// The members' own work for these objects (their apiservers taking the objects and their
 	// controllers' status writes) is the same whoever writes the objects; on this machine's
 	// cores it bounds how fast any writer that runs beside the members can be.
