@@ -733,8 +733,10 @@ func waveText(rel *rolloutv1alpha1.Release, i int, members map[string]workv1alph
 		return strings.TrimSuffix(fmt.Sprintf("canary steps %d/%d done; %s", len(steps), len(steps), ws.Message), "; ")
 	}
 	msg := ws.Message
-	if rest, ok := strings.CutPrefix(msg, fmt.Sprintf("step %d", k)); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
-		_, msg, _ = strings.Cut(rest, ": ")
+	if rest, ok := strings.CutPrefix(msg, release.StepLabel(steps, k)+": "); ok {
+		msg = rest
+	} else if rest, ok := strings.CutPrefix(msg, fmt.Sprintf("step %d", k)); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
+		_, msg, _ = strings.Cut(rest, ": ") // written by an earlier version: 0-based, without the label
 	}
 	if msg == "" {
 		return release.StepLabel(steps, k)

@@ -394,6 +394,9 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	for _, cl := range wave.Clusters {
 		st.Pinned[cl] = s.pinnedTo(cl)
 	}
+	if i+1 < len(s.status.Waves) {
+		st.Next = s.status.Waves[i+1].Name
+	}
 	promoted := rel.Spec.PromoteFull || (rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i)
 	if wave.Spec != nil && !promoted && !blueGreen(rel) { // blue-green gates ran against the preview
 		g := wave.Spec.Gates
@@ -841,24 +844,24 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 					return false, c.failed(ctx, s, canaryOverdue(wave, k, waiting, progressDeadline(rel)))
 				}
 				ws.Phase = rolloutv1alpha1.WaveUpdating
-				ws.Message = fmt.Sprintf("step %d setWeight %d%%: canaries %s starting in %s", k, *st.SetWeight, formatCounts(counts), strings.Join(waiting, ", "))
+				ws.Message = fmt.Sprintf("%s: canaries %s starting in %s", StepLabel(steps, k), formatCounts(counts), strings.Join(waiting, ", "))
 				return false, nil
 			}
 		case st.Pause != nil && st.Pause.Duration != nil:
 			pause, _, _ := policyv1alpha1.ParseDuration("", st.Pause.Duration) // validated in step
 			if left := pause - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("step %d pause: %s left", k, left.Round(time.Second))
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("%s: %s left", StepLabel(steps, k), left.Round(time.Second))
 				s.after(left)
 				return false, nil
 			}
 		case st.Analysis != nil:
 			name := fmt.Sprintf("%s-step%d", wave.Name, k)
-			if passed, err := c.waveAnalysis(ctx, s, ws, st.Analysis, wave, name, fmt.Sprintf("wave %s step %d", wave.Name, k), fmt.Sprintf("step %d: ", k)); !passed || err != nil {
+			if passed, err := c.waveAnalysis(ctx, s, ws, st.Analysis, wave, name, fmt.Sprintf("wave %s step %d", wave.Name, k+1), StepLabel(steps, k)+": "); !passed || err != nil {
 				return false, err
 			}
 		case st.Pause != nil:
 			if rel.Spec.PromotedStep != fmt.Sprintf("%s/%d", wave.Name, k) {
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, fmt.Sprintf("step %d pause: waiting for `flotilla release promote`", k)
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, StepLabel(steps, k)+": waiting for `flotilla release promote`"
 				return false, nil
 			}
 		}

@@ -227,7 +227,7 @@ func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
 	eventually(t, "release r2 rolled back", func() bool {
 		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && rel.Status.Phase == rolloutv1alpha1.ReleaseRolledBack
 	})
-	const want = "wave canary step 0: canary not healthy within the progress deadline 3s in east"
+	const want = "wave canary step 1: canary not healthy within the progress deadline 3s in east"
 	if !strings.Contains(rel.Status.Message, want) {
 		t.Errorf("release message %q: want it to say %q", rel.Status.Message, want)
 	}

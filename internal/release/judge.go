@@ -35,6 +35,8 @@ type waveState struct {
 	Analysis       bool          // an analysis gate
 	AnalysisPassed bool          // the caller ran that analysis and it passed
 	Approval       bool
+	// Next is the name of the wave after this one, "" for the last.
+	Next string
 }
 
 // waveVerdict is what the wave does now.
@@ -150,10 +152,17 @@ func judgeWave(st waveState) waveVerdict {
 			return v
 		}
 		if st.Approval {
-			v.Phase, v.Message = rolloutv1alpha1.WaveWaitingForApproval, "healthy; waiting for `flotilla release promote`"
+			// A wave's gates run once it runs the revision: an approval holds the next wave.
+			v.Phase, v.Message = rolloutv1alpha1.WaveWaitingForApproval, "healthy; waiting for `flotilla release promote` before wave "+st.Next+" starts"
+			if st.Next == "" {
+				v.Message = "healthy; waiting for `flotilla release promote` to finish the release (gates run after their wave: to hold clusters back, gate the wave before theirs)"
+			}
 			return v
 		}
 	}
-	v.Phase, v.Message, v.Done = rolloutv1alpha1.WaveSucceeded, fmt.Sprintf("revision %d runs healthy in all %d", st.Revision, len(st.Clusters)), true
+	v.Phase, v.Message, v.Done = rolloutv1alpha1.WaveSucceeded, fmt.Sprintf("revision %d runs healthy in all %d clusters", st.Revision, len(st.Clusters)), true
+	if len(st.Clusters) == 1 {
+		v.Message = fmt.Sprintf("revision %d runs healthy in %s", st.Revision, st.Clusters[0])
+	}
 	return v
 }

@@ -100,7 +100,7 @@ func TestJudgeWave(t *testing.T) {
 			}
 		}},
 		{"healthy without gates succeeds", wave(allOn(2, workv1alpha1.HealthHealthy)), func(t *testing.T, v waveVerdict) {
-			if !v.Done || v.Phase != rolloutv1alpha1.WaveSucceeded || v.Message != "revision 2 runs healthy in all 3" {
+			if !v.Done || v.Phase != rolloutv1alpha1.WaveSucceeded || v.Message != "revision 2 runs healthy in all 3 clusters" {
 				t.Fatalf("%+v", v)
 			}
 		}},
@@ -122,9 +122,17 @@ func TestJudgeWave(t *testing.T) {
 		}},
 		{"analysis passed, approval next", wave(func(st *waveState) {
 			allOn(2, workv1alpha1.HealthHealthy)(st)
-			st.Gated, st.Analysis, st.AnalysisPassed, st.Approval = true, true, true, true
+			st.Gated, st.Analysis, st.AnalysisPassed, st.Approval, st.Next = true, true, true, true, "prod"
 		}), func(t *testing.T, v waveVerdict) {
-			if v.Phase != rolloutv1alpha1.WaveWaitingForApproval || v.Done {
+			if v.Phase != rolloutv1alpha1.WaveWaitingForApproval || v.Done || !strings.Contains(v.Message, "before wave prod starts") {
+				t.Fatalf("%+v", v)
+			}
+		}},
+		{"an approval on the last wave says it only finishes the release", wave(func(st *waveState) {
+			allOn(2, workv1alpha1.HealthHealthy)(st)
+			st.Gated, st.Approval = true, true
+		}), func(t *testing.T, v waveVerdict) {
+			if v.Phase != rolloutv1alpha1.WaveWaitingForApproval || !strings.Contains(v.Message, "to finish the release (gates run after their wave") {
 				t.Fatalf("%+v", v)
 			}
 		}},

@@ -61,5 +61,5 @@ func (s *step) overdue(ws *rolloutv1alpha1.WaveStatus) bool {
 
 // canaryOverdue is the failure of a step whose canaries did not turn healthy in time.
 func canaryOverdue(wave Wave, k int, starting []string, deadline time.Duration) string {
-	return fmt.Sprintf("wave %s step %d: canary not healthy within the progress deadline %s in %s", wave.Name, k, deadline, strings.Join(starting, ", "))
+	return fmt.Sprintf("wave %s step %d: canary not healthy within the progress deadline %s in %s", wave.Name, k+1, deadline, strings.Join(starting, ", "))
 }

@@ -420,16 +420,16 @@ func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alph
 		if s.overdue(ws) {
 			return false, c.failed(ctx, s, canaryOverdue(wave, k, waiting, progressDeadline(s.rel)))
 		}
-		ws.Message = fmt.Sprintf("step %d %s: canaries %s starting in %s", k, label, formatCounts(counts), strings.Join(waiting, ", "))
+		ws.Message = fmt.Sprintf("%s: canaries %s starting in %s", label, formatCounts(counts), strings.Join(waiting, ", "))
 		return false, nil
 	}
 	s.setTraffic(wave.Clusters, ts, false)
 	settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters)
 	if err != nil || !settled {
 		if err == nil && s.overdue(ws) {
-			return false, c.failed(ctx, s, fmt.Sprintf("wave %s step %d: the routes were not applied within the progress deadline %s (%s)", wave.Name, k, progressDeadline(s.rel), msg))
+			return false, c.failed(ctx, s, fmt.Sprintf("wave %s step %d: the routes were not applied within the progress deadline %s (%s)", wave.Name, k+1, progressDeadline(s.rel), msg))
 		}
-		ws.Message = fmt.Sprintf("step %d %s: %s", k, label, msg)
+		ws.Message = fmt.Sprintf("%s: %s", label, msg)
 		s.after(trafficPoll)
 		return false, err
 	}

@@ -169,7 +169,8 @@ type Gates struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="bakeTime: write a duration such as 90s, 10m or 1h, or whole seconds such as 600"
 	BakeTime *intstr.IntOrString `json:"bakeTime,omitempty"`
 
-	// manualApproval waits for `flotilla release promote`.
+	// manualApproval waits for `flotilla release promote` once the wave runs the revision
+	// healthy, before the next wave starts (on the last wave: before the release finishes).
 	// +optional
 	ManualApproval bool `json:"manualApproval,omitempty"`
 
