@@ -156,6 +156,10 @@ func outcome(rel *rolloutv1alpha1.Release) error {
 	if w := failedWave(rel); w != nil {
 		return &ExitError{Code: ExitReleaseFailed, Err: fmt.Errorf("%s: wave %s Failed (%s); it waits for `%s release abort` or `%[4]s release retry`", name, w.Name, w.Message, invokedName())}
 	}
+	if held := heldBy(rel); held != "" && !release.Final(rel.Status.Phase) {
+		// No gate opens it and no time passes it: a CI gate hears it now, not at its timeout.
+		return &ExitError{Code: ExitReleaseFailed, Err: fmt.Errorf("%s is held, nothing moves until it is fixed: %s", name, held)}
+	}
 	return nil
 }
 
@@ -169,9 +173,10 @@ func failedWave(rel *rolloutv1alpha1.Release) *rolloutv1alpha1.WaveStatus {
 	return nil
 }
 
-// over says whether watching can stop: the release finished or holds a failed wave.
+// over says whether watching can stop: the release finished, holds a failed wave, or is held
+// by a problem only a fix ends.
 func over(t *releaseTarget) bool {
-	return t.release == nil || release.Final(t.release.Status.Phase) || failedWave(t.release) != nil
+	return t.release == nil || release.Final(t.release.Status.Phase) || failedWave(t.release) != nil || heldBy(t.release) != ""
 }
 
 // withTimeout bounds a wait by --timeout (0: none) and turns running out into ExitTimeout.
@@ -260,8 +265,9 @@ func newReleaseCommand(g *globals) *cobra.Command {
 		c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit code 3); 0 waits until the release ends")
 		return withKubeFlags(g, c)
 	}
-	exitCodes := fmt.Sprintf(`Exit codes: 0 the release succeeded; %d it was rolled back, aborted or superseded, or a wave
-failed and waits for abort or retry; %d --timeout passed first; 1 any other error.`, ExitReleaseFailed, ExitTimeout)
+	exitCodes := fmt.Sprintf(`Exit codes: 0 the release succeeded; %d it was rolled back, aborted or superseded, a wave
+failed and waits for abort or retry, or the release is held by a problem only a fix ends (a
+missing AnalysisTemplate, an invalid header regex); %d --timeout passed first; 1 any other error.`, ExitReleaseFailed, ExitTimeout)
 	watch := waiting("watch", "Show the release tree live until it finishes", func(ctx context.Context, t *releaseTarget) error {
 		return watchRelease(ctx, out, t)
 	})
@@ -439,7 +445,11 @@ func planPromote(rel *rolloutv1alpha1.Release, full bool, background rolloutv1al
 		case st.Pause != nil:
 			return nil, "", fmt.Errorf("%s: %s stands at %s, which ends by itself; %s", name, where, label, full)
 		default:
-			return nil, "", fmt.Errorf("%s: %s stands at %s and waits for its canaries to run healthy; there is no pause to pass (%s)", name, where, label, full)
+			waiting := strings.TrimPrefix(ws.Message, label+": ")
+			if waiting == "" {
+				waiting = "its canaries to run healthy"
+			}
+			return nil, "", fmt.Errorf("%s: %s stands at %s, which ends by itself; there is no pause to pass (now: %s) (%s)", name, where, label, waiting, full)
 		}
 	}
 	if rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i {
@@ -662,7 +672,8 @@ func printRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 	return nil
 }
 
-// printTraffic shows the split each cluster of a routed or blue-green release is rendered with.
+// printTraffic shows the split each cluster of a routed or blue-green release runs, or what it
+// waits for.
 func printTraffic(out io.Writer, rel *rolloutv1alpha1.Release, revs *workv1alpha1.Revisions) {
 	if revs == nil || revs.Traffic == nil {
 		return
@@ -681,7 +692,13 @@ func printTraffic(out io.Writer, rel *rolloutv1alpha1.Release, revs *workv1alpha
 	fmt.Fprintf(out, "traffic (%s):\n", strings.Join(via, ", "))
 	for _, w := range rel.Status.Waves {
 		for _, cl := range w.Clusters {
-			fmt.Fprintf(out, "   %-12s %s\n", cl.Name, release.TrafficText(revs, cl.Name))
+			// The release's record says whether the routes there carry the split; the
+			// binding's pins only say what the release set.
+			text := cl.Traffic
+			if text == "" {
+				text = release.TrafficText(revs, cl.Name)
+			}
+			fmt.Fprintf(out, "   %-12s %s\n", cl.Name, text)
 		}
 	}
 }

@@ -200,7 +200,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if routed(rel) || blueGreen(rel) {
-		recordTraffic(s.status, s.revs)
+		if err := c.recordTraffic(ctx, s.status, b, s.revs); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	s.status.ObservedGeneration = rel.Generation
 	s.status.Wave = WaveSummary(rel, s.status)
@@ -572,14 +574,14 @@ func allClusters(waves []Wave) []string {
 	return out
 }
 
-// validate reports what keeps the strategy from running: unknown analysis templates block,
-// a wave selecting no cluster is reported and passed over.
-// validate lists what keeps the release from running. platform: the strategy comes from a
+// validate lists what keeps the release from running: unknown analysis templates block, a
+// wave selecting no cluster is reported and passed over. platform: the strategy comes from a
 // ClusterPropagationPolicy, whose gates must not depend on what a namespace's users write.
 func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release, waves []Wave, platform bool) []string {
 	var problems []string
-	if err := rel.Spec.Strategy.Validate("spec.strategy"); err != nil {
-		problems = append(problems, "blocking: "+err.Error())
+	// Named as the user wrote it: the strategy is the policy's rollout, copied.
+	if err := rel.Spec.Strategy.Validate("the policy's spec.rollout"); err != nil {
+		problems = append(problems, "blocking: "+err.Error()+"; fix the policy and change the template again (or `flotilla release abort`)")
 	}
 	check := func(field string, gate *policyv1alpha1.AnalysisGate) {
 		if gate == nil {

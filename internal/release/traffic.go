@@ -135,6 +135,69 @@ func trafficToStable(revs *workv1alpha1.Revisions, clusters []string) bool {
 	return any
 }
 
+// trafficObject is a route or Service a release's traffic is set in.
+type trafficObject struct{ kind, name string }
+
+func trafficObjects(t *workv1alpha1.TrafficTargets) []trafficObject {
+	var objects []trafficObject
+	if t.HTTPRoute != "" {
+		objects = append(objects, trafficObject{"HTTPRoute", t.HTTPRoute})
+	}
+	if t.VirtualService != "" {
+		objects = append(objects, trafficObject{"VirtualService", t.VirtualService})
+	}
+	if t.ActiveService != "" {
+		objects = append(objects, trafficObject{"Service", t.ActiveService})
+	}
+	return objects
+}
+
+// clusterTraffic reads a cluster's routes (trafficRouting) or active Service (blueGreen) as
+// their Works render and the executor applied them: how many are placed there, and what each
+// one not yet rendered with the split revs give it, or not yet applied, waits for.
+func (c *Controller) clusterTraffic(ctx context.Context, b workv1alpha1.Binding, revs *workv1alpha1.Revisions, cluster string) (int, []string, error) {
+	t := revs.Traffic
+	want := traffic.StateFor(revs, cluster)
+	placed := 0
+	var waiting []string
+	for _, o := range trafficObjects(t) {
+		w := &workv1alpha1.Work{}
+		key := client.ObjectKey{Namespace: executionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(b.GetNamespace(), detector.BindingName(o.kind, o.name))}
+		if err := c.Client.Get(ctx, key, w); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return 0, nil, err
+			}
+			continue
+		}
+		placed++
+		got, err := renderedSplit(w, t)
+		if err != nil {
+			return 0, nil, err
+		}
+		applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
+		switch {
+		case got != describeState(o.kind, want):
+			msg := fmt.Sprintf("%s %s in %s to be rendered with %s", o.kind, o.name, cluster, describeState(o.kind, want))
+			if why := c.renderError(ctx, b.GetNamespace(), detector.BindingName(o.kind, o.name), cluster); why != "" {
+				msg += " (its binding says: " + why + ")"
+			}
+			waiting = append(waiting, msg)
+		case applied == nil || applied.Status != metav1.ConditionTrue || applied.ObservedGeneration != w.Generation:
+			waiting = append(waiting, fmt.Sprintf("%s %s in %s to be applied", o.kind, o.name, cluster))
+		}
+	}
+	return placed, waiting, nil
+}
+
+// notPlaced says which of a release's routes or Services a cluster waits for, none being placed.
+func notPlaced(t *workv1alpha1.TrafficTargets, cluster string) string {
+	var names []string
+	for _, o := range trafficObjects(t) {
+		names = append(names, o.kind+" "+o.name)
+	}
+	return fmt.Sprintf("%s to be placed in %s (place it with a policy of its own, on the workload's clusters)", strings.Join(names, " or "), cluster)
+}
+
 // trafficSettled says whether every cluster's routes (trafficRouting) or active Service
 // (blueGreen) were rendered with the split revs give it and applied in the member, and if not,
 // what is awaited.
@@ -142,57 +205,18 @@ func trafficToStable(revs *workv1alpha1.Revisions, clusters []string) bool {
 // Gateway API implementation in others), but each cluster of a routed release needs one of
 // its routes unless lenient (a finished release removing its canaries).
 func (c *Controller) trafficSettled(ctx context.Context, b workv1alpha1.Binding, revs *workv1alpha1.Revisions, clusters []string, lenient ...bool) (bool, string, error) {
-	t := revs.Traffic
-	if t == nil {
+	if revs.Traffic == nil {
 		return true, "", nil
-	}
-	type object struct{ kind, name string }
-	var objects []object
-	if t.HTTPRoute != "" {
-		objects = append(objects, object{"HTTPRoute", t.HTTPRoute})
-	}
-	if t.VirtualService != "" {
-		objects = append(objects, object{"VirtualService", t.VirtualService})
-	}
-	if t.ActiveService != "" {
-		objects = append(objects, object{"Service", t.ActiveService})
 	}
 	var waiting []string
 	for _, cl := range clusters {
-		want := traffic.StateFor(revs, cl)
-		placed := 0
-		for _, o := range objects {
-			w := &workv1alpha1.Work{}
-			key := client.ObjectKey{Namespace: executionNamespacePrefix + cl, Name: workv1alpha1.WorkName(b.GetNamespace(), detector.BindingName(o.kind, o.name))}
-			if err := c.Client.Get(ctx, key, w); err != nil {
-				if client.IgnoreNotFound(err) != nil {
-					return false, "", err
-				}
-				continue
-			}
-			placed++
-			got, err := renderedSplit(w, t)
-			if err != nil {
-				return false, "", err
-			}
-			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
-			switch {
-			case got != describeState(o.kind, want):
-				msg := fmt.Sprintf("%s %s in %s to be rendered with %s", o.kind, o.name, cl, describeState(o.kind, want))
-				if why := c.renderError(ctx, b.GetNamespace(), detector.BindingName(o.kind, o.name), cl); why != "" {
-					msg += " (its binding says: " + why + ")"
-				}
-				waiting = append(waiting, msg)
-			case applied == nil || applied.Status != metav1.ConditionTrue || applied.ObservedGeneration != w.Generation:
-				waiting = append(waiting, fmt.Sprintf("%s %s in %s to be applied", o.kind, o.name, cl))
-			}
+		placed, pending, err := c.clusterTraffic(ctx, b, revs, cl)
+		if err != nil {
+			return false, "", err
 		}
+		waiting = append(waiting, pending...)
 		if placed == 0 && !(len(lenient) > 0 && lenient[0]) {
-			var names []string
-			for _, o := range objects {
-				names = append(names, o.kind+" "+o.name)
-			}
-			waiting = append(waiting, fmt.Sprintf("%s to be placed in %s (place it with the workload)", strings.Join(names, " or "), cl))
+			waiting = append(waiting, notPlaced(revs.Traffic, cl))
 		}
 	}
 	if len(waiting) > 0 {
@@ -454,12 +478,28 @@ func TrafficText(revs *workv1alpha1.Revisions, cluster string) string {
 	return traffic.Split{Canary: st.Weight, Header: len(st.HeaderMatch) > 0}.String()
 }
 
-// recordTraffic writes each cluster's split into the release's wave status.
-func recordTraffic(status *rolloutv1alpha1.ReleaseStatus, revs *workv1alpha1.Revisions) {
+// recordTraffic writes each cluster's split into the release's wave status: the split the
+// release set, once its routes (or active Service) there run it, and otherwise what they
+// wait for.
+func (c *Controller) recordTraffic(ctx context.Context, status *rolloutv1alpha1.ReleaseStatus, b workv1alpha1.Binding, revs *workv1alpha1.Revisions) error {
 	for i := range status.Waves {
 		for j := range status.Waves[i].Clusters {
 			cr := &status.Waves[i].Clusters[j]
 			cr.Traffic = TrafficText(revs, cr.Name)
+			if cr.Traffic == "" {
+				continue
+			}
+			placed, pending, err := c.clusterTraffic(ctx, b, revs, cr.Name)
+			if err != nil {
+				return err
+			}
+			switch {
+			case placed == 0:
+				cr.Traffic = "set to " + cr.Traffic + ", but nothing carries it: waiting for " + notPlaced(revs.Traffic, cr.Name)
+			case len(pending) > 0:
+				cr.Traffic = "going to " + cr.Traffic + ": waiting for " + strings.Join(pending, "; ")
+			}
 		}
 	}
+	return nil
 }

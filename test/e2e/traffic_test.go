@@ -695,6 +695,67 @@ spec:
 	g.Expect(empty).To(gomega.BeEmpty(), "the stable Service always selected running pods")
 }
 
+// A release whose route is placed nowhere never claims a split: its status, `release get`
+// and the wave say nothing carries it and what to do, and the step fails at the progress
+// deadline (the release rolls back) instead of waiting for ever.
+func TestARouteThatIsNotPlacedHoldsTheStepAndSaysSo(t *testing.T) {
+	g := newG(t)
+	installTrafficCRDs(t, g)
+	ns := "traffic-unplaced"
+	ensureNamespace(t, cp, ns)
+	clusters := []string{"east"}
+	deadline := intstr.FromString("20s")
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}},
+			Rollout: &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline,
+				TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary", HTTPRoute: &policyv1alpha1.RouteReference{Name: "nope"}},
+				Waves: []policyv1alpha1.Wave{{Name: "all", ClusterNames: clusters,
+					Steps: []policyv1alpha1.CanaryStep{{SetWeight: ptr.To[int32](10)}, {Pause: &policyv1alpha1.PauseStep{}}}}}},
+		},
+	}
+	network := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "network", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Service"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}},
+		},
+	}
+	web := webDeployment(ns, 2)
+	createAll(t, g, network, service(ns, "web"), policy, web)
+	g.Eventually(func() *unstructured.Unstructured { return memberObject(t, "east", "apps/v1", "Deployment", ns, "web") }).ShouldNot(gomega.BeNil())
+	g.Eventually(func() int64 {
+		b := &workv1alpha1.ResourceBinding{}
+		if cp.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web-deployment"}, b) != nil || b.Spec.Revisions == nil {
+			return 0
+		}
+		return b.Spec.Revisions.Stable
+	}).Should(gomega.Equal(int64(1)), "revision 1 recorded before the change")
+
+	setImage(t, g, web, "registry.example/web:2")
+	const unplaced = "set to stable 90% / canary 10%, but nothing carries it: waiting for HTTPRoute nope to be placed in east (place it with a policy of its own"
+	g.Eventually(func() string {
+		if r := getRelease(ns, "web-deployment-r2"); r != nil && len(r.Status.Waves) > 0 && len(r.Status.Waves[0].Clusters) > 0 {
+			return r.Status.Waves[0].Clusters[0].Traffic
+		}
+		return ""
+	}).Should(gomega.HavePrefix(unplaced))
+	out, err := flotilla("release", "get", "deployment/web", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("nothing carries it"), out)
+	g.Expect(out).NotTo(gomega.MatchRegexp(`east\s+stable 90% / canary 10%`), "release get claims a split no route carries:\n%s", out)
+
+	g.Eventually(func() string {
+		r := getRelease(ns, "web-deployment-r2")
+		if r == nil || r.Status.Phase != rolloutv1alpha1.ReleaseRolledBack {
+			return ""
+		}
+		return r.Status.Message
+	}, 2*time.Minute).Should(gomega.ContainSubstring("wave all step 1: the routes were not applied within the progress deadline 20s"))
+}
+
 // Routing policies that cannot work are refused at admission, naming the fix.
 func TestTrafficRoutingPoliciesAreChecked(t *testing.T) {
 	g := newG(t)
