@@ -123,24 +123,25 @@ const ConditionReady = "Ready"
 
 // reconcilePolicy makes sure the kinds a policy selects are watched (a kind not served yet is
 // retried, so a CRD installed later is picked up) and reports on the policy what would
-// otherwise fail silently: kinds the control plane does not serve, and a PropagationPolicy's
-// selector naming another namespace.
+// otherwise fail silently: kinds the control plane does not serve, a PropagationPolicy's
+// selector naming another namespace, and a rollout admission cannot check (header regexes).
 func (d *Detector) reconcilePolicy(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var policy client.Object
 	var sels []policyv1alpha1.ResourceSelector
 	var status *policyv1alpha1.PropagationPolicyStatus
+	var rollout *policyv1alpha1.RolloutStrategy
 	if req.Namespace != "" {
 		p := &policyv1alpha1.PropagationPolicy{}
 		if err := d.Client.Get(ctx, req.NamespacedName, p); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		policy, sels, status = p, p.Spec.ResourceSelectors, &p.Status
+		policy, sels, status, rollout = p, p.Spec.ResourceSelectors, &p.Status, p.Spec.Rollout
 	} else {
 		p := &policyv1alpha1.ClusterPropagationPolicy{}
 		if err := d.Client.Get(ctx, req.NamespacedName, p); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		policy, sels, status = p, p.Spec.ResourceSelectors, &p.Status
+		policy, sels, status, rollout = p, p.Spec.ResourceSelectors, &p.Status, p.Spec.Rollout
 	}
 	var problems []string
 	retry := false
@@ -154,9 +155,20 @@ func (d *Detector) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 			problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d].namespace: %q is not this policy's namespace %q, and a PropagationPolicy selects only in its own namespace; remove the field, or place that namespace's templates with a policy there or a ClusterPropagationPolicy", i, s.Namespace, req.Namespace))
 		}
 	}
+	reason := "InvalidSelector"
+	if rollout != nil {
+		// What admission cannot check (a header regex is compiled here, as RE2): a release
+		// of this policy would be held by it, so the policy says it first.
+		if err := rollout.Validate("spec.rollout"); err != nil {
+			if len(problems) == 0 {
+				reason = "InvalidRollout"
+			}
+			problems = append(problems, err.Error())
+		}
+	}
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Valid", Message: "every selector can select templates", ObservedGeneration: policy.GetGeneration()}
 	if len(problems) > 0 {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "InvalidSelector", strings.Join(problems, "; ")
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, strings.Join(problems, "; ")
 	}
 	if err := d.setPolicyCondition(ctx, policy, status, cond); err != nil {
 		return reconcile.Result{}, err

@@ -2,11 +2,13 @@ package detector
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -95,5 +97,32 @@ func TestDetectorOnARealAPIServer(t *testing.T) {
 		if string(cond.Type) == ConditionPropagated {
 			t.Errorf("a placed template is marked unplaced: %+v", cond)
 		}
+	}
+
+	// A rollout admission cannot check (a header regex that is no RE2) turns the policy's
+	// Ready False, naming the policy's own field, before any release is held by it.
+	routed := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "routed"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "routed"}},
+			Rollout: &policyv1alpha1.RolloutStrategy{
+				TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary", HTTPRoute: &policyv1alpha1.RouteReference{Name: "web"}},
+				Waves: []policyv1alpha1.Wave{{Name: "all", Percentage: ptr.To[int32](100), Steps: []policyv1alpha1.CanaryStep{
+					{SetHeaderRoute: &policyv1alpha1.HeaderRoute{Match: []policyv1alpha1.HeaderMatch{{Name: "X-Canary", Regex: ptr.To("([")}}}}}}},
+			}}}
+	if err := c.Create(ctx, routed); err != nil {
+		t.Fatal(err)
+	}
+	var ready *metav1.Condition
+	eventually(t, "the routed policy's Ready condition", func() bool {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if c.Get(ctx, client.ObjectKeyFromObject(routed), p) != nil {
+			return false
+		}
+		ready = meta.FindStatusCondition(p.Status.Conditions, ConditionReady)
+		return ready != nil
+	})
+	const badRegex = "spec.rollout.waves[0].steps[0].setHeaderRoute.match[0].regex: not an RE2 regular expression"
+	if ready.Status != metav1.ConditionFalse || ready.Reason != "InvalidRollout" || !strings.Contains(ready.Message, badRegex) {
+		t.Errorf("Ready %+v: want False, InvalidRollout, %q", ready, badRegex)
 	}
 }
