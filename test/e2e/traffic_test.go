@@ -16,6 +16,7 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
@@ -761,6 +763,23 @@ func TestTrafficRoutingPoliciesAreChecked(t *testing.T) {
 	g := newG(t)
 	ns := "traffic-bad"
 	ensureNamespace(t, cp, ns)
+	installTrafficCRDs(t, g)
+	// A team's contributor writes its routes like its Services: no hand-written Role.
+	g.Expect(cp.Create(context.Background(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tina", Namespace: ns},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tina"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tenancyv1alpha1.ContributorClusterRole}})).To(gomega.Succeed())
+	tina := userClient(t, "", "tina")
+	g.Eventually(func() error {
+		route := fromYAML(t, "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: tinas, namespace: traffic-bad}\nspec:\n  rules: [{backendRefs: [{name: web, port: 80}]}]\n")
+		if err := tina.Create(context.Background(), route); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		vs := fromYAML(t, "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: tinas, namespace: traffic-bad}\nspec:\n  hosts: [web]\n")
+		if err := tina.Create(context.Background(), vs); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	}).Should(gomega.Succeed(), "a contributor creates HTTPRoutes and VirtualServices")
 	routing := &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary", HTTPRoute: &policyv1alpha1.RouteReference{Name: "web"}}
 	for _, tt := range []struct {
 		name      string
