@@ -563,6 +563,16 @@ type actorQuery struct {
 // placement.
 func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time) (string, *actorQuery) {
 	switch cause {
+	case CausePlacement, CauseRelease, CauseApply, CauseAdoption:
+		// An Application writes its templates and their policy: it is the actor, not the
+		// newest writer of a Cluster it happens to be placed on.
+		if t := l.template(); t != nil {
+			if app := t.GetLabels()[appsv1alpha1.ApplicationLabel]; app != "" {
+				return "application " + t.GetNamespace() + "/" + app, nil
+			}
+		}
+	}
+	switch cause {
 	case CauseFailover, CauseAppFailover:
 		return ActorFailover, nil
 	case CauseRollback:

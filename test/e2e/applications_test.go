@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cgi"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,6 +357,19 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	g.Eventually(func() string { return getApp(ns, "app1").Status.Commit }).Should(gomega.Equal(second))
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "app1-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
 	g.Eventually(func() string { return memberImage(t, "east", ns, "app1") }).Should(gomega.Equal("registry.example/app1:2"))
+	// The Application wrote its templates and their policy: it is the actor of their
+	// placements and releases, not whoever last wrote a Cluster they run on.
+	admin := inventoryAs(t, "")
+	g.Eventually(func() []string {
+		var actors []string
+		for _, it := range historyOf(t, admin, url.Values{"team": {ns}, "application": {"app1"}}) {
+			if it.Cause == "placement" || it.Cause == "release" {
+				actors = append(actors, it.Cluster+" "+it.Cause+" by "+it.Actor)
+			}
+		}
+		return actors
+	}).Should(gomega.And(gomega.ContainElement("east release by application squad-c/app1"),
+		gomega.HaveEach(gomega.HaveSuffix(" by application squad-c/app1"))))
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "app1-config"}, &corev1.ConfigMap{}))
 	}).Should(gomega.BeTrue(), "the removed file's ConfigMap is pruned in the member")
