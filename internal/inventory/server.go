@@ -577,5 +577,7 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request, u *User) {
 		}
 		out.Items = append(out.Items, it)
 	}
+	// The cache lists in no order; a page that refreshes live must not reorder its rows.
+	slices.SortFunc(out.Items, func(a, b ClusterItem) int { return strings.Compare(a.Name, b.Name) })
 	reply(w, out)
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,12 @@ func TestHistoryAndInventoryAPI(t *testing.T) {
 	code, body = admin("/api/v1/clusters")
 	g.Expect(code).To(gomega.Equal(http.StatusOK))
 	g.Expect(string(body)).To(gomega.ContainSubstring(`"shortName":"use1"`))
+	var clusters struct {
+		Items []struct{ Name string } `json:"items"`
+	}
+	g.Expect(json.Unmarshal(body, &clusters)).To(gomega.Succeed())
+	g.Expect(slices.IsSortedFunc(clusters.Items, func(a, b struct{ Name string }) int { return strings.Compare(a.Name, b.Name) })).To(gomega.BeTrue(),
+		"clusters in name order, so a live page keeps its rows: %s", body)
 
 	// Bad input names the parameter; no credentials is 401.
 	for p, param := range map[string]string{"limit=5000": "limit", "cursor=forged.AAAA": "cursor", "since=yesterday": "since", "colour=red": "colour"} {
