@@ -92,7 +92,7 @@ https://INVENTORY/dashboard/.`,
 			url := fmt.Sprintf("%s://%s/", scheme, l.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "Flotilla dashboard on %s (reads and acts as whoever logs in)\n", url)
 			if opts.LocalKey != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Open as yourself: %slogin?key=%s\n", url, opts.LocalKey)
+				fmt.Fprintf(cmd.OutOrStdout(), "Open as yourself: %slogin?key=%s\n(the link works until this command stops; keep it to yourself, or use --tokens-only)\n", url, opts.LocalKey)
 			}
 			srv := &http.Server{Handler: dash.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			ctx := cmd.Context()

@@ -264,6 +264,8 @@ func kindOf(s string) (string, error) {
 
 func revisions(it inventory.HistoryItem) string {
 	switch {
+	case it.FromRevision == 0 && it.ToRevision == 0:
+		return "-" // a kind whose revisions are not tracked (no rollout)
 	case it.Outcome == "removed":
 		return fmt.Sprintf("%d -> -", it.FromRevision)
 	case it.FromRevision == 0:

@@ -2,9 +2,10 @@
 // live and the history timeline, from assets embedded in the binary (no CDN, no build step).
 //
 // It holds no rights of its own. A user logs in with a bearer token (checked with a
-// SelfSubjectReview), or, for `flotilla dashboard` on a workstation, with a one-time key that
-// stands for the caller's own kubeconfig identity. Every read goes to the inventory API and
-// every action to the control plane with that user's credentials; whether to show a button
+// SelfSubjectReview), or, for `flotilla dashboard` on a workstation, with a random key made for
+// that run (valid until it stops) that stands for the caller's own kubeconfig identity. Every
+// read goes to the inventory API and every action to the control plane with that user's
+// credentials; whether to show a button
 // is a SelfSubjectAccessReview, and the control plane enforces the action again. Live
 // updates come from the inventory API's change feed (one informer per kind for all pages):
 // a page reads again what changed, never polls.
@@ -279,7 +280,7 @@ func (s *Server) certificateLogin(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"user": ss.user, "groups": ss.groups, "csrf": ss.csrf, "readOnly": true})
 }
 
-// localLogin opens a session as the dashboard's own caller when the one-time key matches.
+// localLogin opens a session as the dashboard's own caller when the run's key matches.
 func (s *Server) localLogin(w http.ResponseWriter, r *http.Request) {
 	key := r.URL.Query().Get("key")
 	if s.opts.Local == nil || s.opts.LocalKey == "" || subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.LocalKey)) != 1 {

@@ -313,6 +313,7 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	goTo(t, ctx, "#/history?application=shop")
 	inBrowser(t, ctx, "history", chromedp.WaitVisible(chromedp.ID("history")))
 	g.Eventually(func() string { return textOf(ctx, "#history") }).Should(gomega.ContainSubstring("east"))
+	g.Expect(textOf(ctx, "#history")).To(gomega.And(gomega.ContainSubstring("— → r1"), gomega.ContainSubstring("placement")), "the first placement reads — → r1")
 	screenshot(t, ctx, "history")
 
 	// The contributor promotes from the page, and the release moves past the pause.

@@ -451,13 +451,23 @@
   }
 
   // ----- history -----
+  // A kind without revisions (no rollout) records 0 → 0: say nothing rather than "r0 → r0".
+  function revisionChange(it) {
+    if (!it.fromRevision && !it.toRevision) return '';
+    return (it.fromRevision ? 'r' + it.fromRevision : '—') + ' → ' + (it.outcome === 'removed' ? '—' : 'r' + it.toRevision);
+  }
+  // "release web-r2 wave 1/2" already names its cause; other details follow it.
+  function causeText(it) {
+    if (!it.causeDetail) return it.cause;
+    return it.causeDetail.startsWith(it.cause + ' ') ? it.causeDetail : it.cause + ': ' + it.causeDetail;
+  }
   function timeline(items) {
     if (!items || !items.length) return h('p', { class: 'muted' }, 'Nothing recorded.');
     return h('ul', { class: 'timeline' }, items.map((it) => h('li', { class: it.outcome, 'data-history': it.id },
       h('time', { datetime: it.time }, new Date(it.time).toLocaleString()),
       h('strong', {}, it.cluster), ' ', it.kind + ' ' + (it.namespace ? it.namespace + '/' : '') + it.name, ' ',
-      'r' + it.fromRevision + ' → r' + it.toRevision, ' ',
-      h('span', { class: 'tag' }, it.cause + (it.causeDetail ? ': ' + it.causeDetail : '')),
+      revisionChange(it), ' ',
+      h('span', { class: 'tag' }, causeText(it)),
       it.actor ? h('span', { class: 'muted' }, ' by ' + it.actor) : null, ' ',
       h('span', { class: 'phase ' + it.outcome }, it.outcome),
       it.message ? h('div', { class: 'muted' }, it.message) : null)));
