@@ -7,11 +7,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/scheduler"
 )
 
 // WhyNotPlaced says why a binding no longer places its template on a cluster: evicted by a
@@ -37,6 +39,10 @@ func WhyNotPlaced(ctx context.Context, c client.Reader, b workv1alpha1.Binding, 
 		}
 		if !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
 			return "the cluster is not Ready"
+		}
+		gvk := schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
+		if len(cl.Status.APIEnablements) > 0 && !scheduler.Serves(cl, gvk) {
+			return fmt.Sprintf("the cluster does not serve %s of %s: install its CRD there", gvk.Kind, gvk.GroupVersion())
 		}
 	}
 	return "no longer placed: the policy, the cluster's labels or its taints changed"

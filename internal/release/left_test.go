@@ -44,3 +44,19 @@ func TestMarkLeftKeepsClustersThatLeft(t *testing.T) {
 		t.Errorf("leftClusters = %s", got)
 	}
 }
+
+// A Ready cluster that does not serve the template's kind says so, not "the policy changed".
+func TestWhyNotPlacedNamesAKindTheClusterDoesNotServe(t *testing.T) {
+	ready := []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+	east := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1alpha1.ClusterStatus{Conditions: ready,
+		APIEnablements: []clusterv1alpha1.APIEnablement{{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(east).Build()
+	route := &workv1alpha1.ResourceBinding{Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "HTTPRoute"}}}
+	if why := WhyNotPlaced(context.Background(), c, route, "east"); why != "the cluster does not serve HTTPRoute of gateway.networking.k8s.io/v1: install its CRD there" {
+		t.Errorf("HTTPRoute: %q", why)
+	}
+	web := &workv1alpha1.ResourceBinding{Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment"}}}
+	if why := WhyNotPlaced(context.Background(), c, web, "east"); !strings.HasPrefix(why, "no longer placed") {
+		t.Errorf("Deployment: %q", why)
+	}
+}

@@ -564,6 +564,9 @@ func servesAll(cl *clusterv1alpha1.Cluster, kinds []schema.GroupVersionKind) boo
 	return true
 }
 
+// Serves says whether a cluster's discovered APIs include the kind.
+func Serves(cl *clusterv1alpha1.Cluster, gvk schema.GroupVersionKind) bool { return serves(cl, gvk) }
+
 func serves(cl *clusterv1alpha1.Cluster, gvk schema.GroupVersionKind) bool {
 	for _, e := range cl.Status.APIEnablements {
 		if e.GroupVersion != gvk.GroupVersion().String() {
