@@ -269,8 +269,9 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	g.Eventually(func() string { return textOf(ctx, "#cell-detail") }).Should(gomega.And(gomega.ContainSubstring("2 ready of 2"), gomega.ContainSubstring("registry.example/shop:1.0")))
 	screenshot(t, ctx, "cell")
 	goTo(t, ctx, "#/clusters")
-	inBrowser(t, ctx, "clusters", chromedp.WaitVisible(chromedp.CSS("#main .error")))
-	g.Expect(textOf(ctx, "#main .error")).To(gomega.ContainSubstring("may not list clusters"), "a team reader without list clusters is told why")
+	inBrowser(t, ctx, "clusters", chromedp.WaitVisible(chromedp.ID("clusters-forbidden")))
+	g.Expect(textOf(ctx, "#clusters-forbidden")).To(gomega.And(gomega.ContainSubstring("may not list clusters"), gomega.ContainSubstring("The Fleet page shows every cluster your applications run on")),
+		"a team reader without list clusters is told why and where to look")
 
 	// A new image starts a release; the reader watches it in one page load.
 	app.Spec.Source.Inline.Manifests[0].Raw = shopManifest("registry.example/shop:1.1")

@@ -302,7 +302,16 @@
 
   // ----- clusters -----
   async function renderClusters() {
-    const cl = await api('clusters');
+    let cl;
+    try {
+      cl = await api('clusters');
+    } catch (e) {
+      if (e.status !== 403) throw e;
+      // A team's roles read its own namespace, not the fleet: say so, and where to look.
+      return h('div', { class: 'card', id: 'clusters-forbidden' },
+        h('p', {}, 'Your roles do not let you list the fleet\'s clusters (' + e.message + ').'),
+        h('p', { class: 'muted' }, 'The Fleet page shows every cluster your applications run on, with their health there; ask the platform team for read access to clusters.cluster.flotilla.dev to see the whole fleet.'));
+    }
     const res = (c, k) => {
       const r = c.resources || {};
       const used = (r.requested || {})[k], all = (r.allocatable || {})[k], pct = (r.usage || {})[k === 'cpu' ? 'cpu' : k];
