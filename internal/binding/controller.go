@@ -1094,6 +1094,10 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 	}
 
+	if sc := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); len(bs.Clusters) == 0 && sc != nil && sc.Status == metav1.ConditionFalse {
+		// No cluster can run it: the template says so, and tools waiting on it stop waiting.
+		return detector.WriteUnplacedStatus(ctx, c.Client, tmpl, sc.Reason, "no cluster can run it: "+sc.Message, true)
+	}
 	if agg == nil {
 		return nil // not every member reported yet, or the kind's status is not aggregated
 	}

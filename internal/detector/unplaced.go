@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -98,10 +99,23 @@ func (u *Unplaced) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	} else if m != nil {
 		return ctrl.Result{}, nil
 	}
+	msg := fmt.Sprintf("no propagation policy places this %s: it runs in no cluster", u.gvk.Kind)
+	return ctrl.Result{}, WriteUnplacedStatus(ctx, u.Client, tmpl, "NoPolicy", msg, false)
+}
+
+// WriteUnplacedStatus writes the status of a workload template that runs in no cluster, saying
+// why (reason, msg). failed: nothing will run it until its policy or the fleet changes (no
+// cluster can take it), so a Deployment also reads Progressing=False ProgressDeadlineExceeded
+// and `kubectl rollout status`, Argo CD and kstatus report a failure instead of waiting.
+// Kinds other than the built-in workloads are left alone.
+func WriteUnplacedStatus(ctx context.Context, c client.Client, tmpl *unstructured.Unstructured, reason, msg string, failed bool) error {
+	if !slices.Contains(unplacedKinds, tmpl.GroupVersionKind()) {
+		return nil
+	}
 	current, _, _ := unstructured.NestedMap(tmpl.Object, "status")
-	want := unplacedStatus(u.gvk.Kind, tmpl, current)
+	want := unplacedStatus(tmpl.GetKind(), tmpl, current, reason, msg, failed)
 	if apiequality.Semantic.DeepEqual(normalized(current), normalized(want)) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	// A merge patch without resourceVersion: the status is derived again on the next event.
 	patch := map[string]any{"status": want}
@@ -111,14 +125,13 @@ func (u *Unplaced) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 	}
 	data, _ := json.Marshal(patch)
-	return ctrl.Result{}, client.IgnoreNotFound(u.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, data)))
+	return client.IgnoreNotFound(c.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, data)))
 }
 
 // unplacedStatus is what is true of a template nobody runs: its generation observed, no
 // replicas, and why.
-func unplacedStatus(kind string, tmpl *unstructured.Unstructured, current map[string]any) map[string]any {
-	msg := fmt.Sprintf("no propagation policy places this %s: it runs in no cluster", kind)
-	cond := map[string]any{"type": ConditionPropagated, "status": "False", "reason": "NoPolicy", "message": msg}
+func unplacedStatus(kind string, tmpl *unstructured.Unstructured, current map[string]any, reason, msg string, failed bool) map[string]any {
+	cond := map[string]any{"type": ConditionPropagated, "status": "False", "reason": reason, "message": msg}
 	since := ""
 	conds, _ := current["conditions"].([]any)
 	for _, c := range conds {
@@ -136,7 +149,12 @@ func unplacedStatus(kind string, tmpl *unstructured.Unstructured, current map[st
 	if kind == "Deployment" {
 		cond["lastUpdateTime"] = since
 	}
-	out := map[string]any{"observedGeneration": tmpl.GetGeneration(), "conditions": []any{cond}}
+	conditions := []any{cond}
+	if failed && kind == "Deployment" {
+		conditions = append(conditions, map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+			"message": msg, "lastTransitionTime": since, "lastUpdateTime": since})
+	}
+	out := map[string]any{"observedGeneration": tmpl.GetGeneration(), "conditions": conditions}
 	if kind == "StatefulSet" || kind == "ReplicaSet" {
 		out["replicas"] = int64(0) // required by their status schemas
 	}

@@ -52,6 +52,8 @@ const (
 	verdictNone = "none|"
 	// verdictReal + signature: confirmed drift, already reported and counted.
 	verdictReal = "real|"
+	// verdictDeleted: deleted by hand and reported (Report mode), already counted.
+	verdictDeleted = "deleted|"
 )
 
 type verdictKey struct {
@@ -148,6 +150,14 @@ func (e *Executor) confirmDrift(ctx context.Context, key types.NamespacedName, c
 	}
 	e.verdicts.Store(vk, verdictReal+sig)
 	return fields, true, nil
+}
+
+// reportDeletion remembers that an object deleted by hand was reported (driftCorrection mode
+// Report) and says whether this is the first time.
+func (e *Executor) reportDeletion(key types.NamespacedName, cluster string, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) bool {
+	vk := verdictKey{key, objectKey(cluster, gvr, obj)}
+	last, _ := e.verdicts.Swap(vk, verdictDeleted)
+	return last != verdictDeleted
 }
 
 // sameContent compares two versions of an object without what every write changes.

@@ -432,6 +432,13 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				found, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
 				cancel()
 				switch {
+				case apierrors.IsNotFound(err) && w.Spec.DriftMode() == workv1alpha1.DriftReport:
+					// Report writes nothing, a deletion included: it is reported, once.
+					deleted := driftedObject(obj, []string{"deleted"})
+					reported = append(reported, deleted)
+					if e.reportDeletion(key, cluster, mapping.Resource, obj) {
+						newlyReported = append(newlyReported, deleted)
+					}
 				case apierrors.IsNotFound(err):
 					needApply = true // put it back
 					recreated = append(recreated, driftedObject(obj, []string{"deleted"}))
@@ -452,6 +459,13 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 				fresh, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
 				cancel()
 				switch {
+				case apierrors.IsNotFound(err) && w.Spec.DriftMode() == workv1alpha1.DriftReport:
+					cached = nil
+					deleted := driftedObject(obj, []string{"deleted"})
+					reported = append(reported, deleted)
+					if e.reportDeletion(key, cluster, mapping.Resource, obj) {
+						newlyReported = append(newlyReported, deleted)
+					}
 				case apierrors.IsNotFound(err):
 					cached, needApply = nil, true // deleted since: put it back
 					recreated = append(recreated, driftedObject(obj, []string{"deleted"}))

@@ -211,6 +211,13 @@ func TestDriftIsReported(t *testing.T) {
 		return memberClient(t, "east").Update(ctx, d)
 	}).Should(gomega.Succeed())
 	g.Eventually(bindingCondition(ns, "web-deployment", workv1alpha1.ConditionDrifted)).Should(gomega.HavePrefix("False: "))
+
+	// Deleted by hand: reported, and not recreated (Report writes nothing, a create included).
+	g.Expect(memberClient(t, "east").Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(gomega.Succeed())
+	g.Eventually(bindingCondition(ns, "web-deployment", workv1alpha1.ConditionDrifted)).Should(gomega.And(
+		gomega.HavePrefix("True: "), gomega.ContainSubstring("Deployment drift-report/web"), gomega.ContainSubstring("deleted")))
+	g.Consistently(func() *appsv1.Deployment { return memberDeployment(t, "east", ns, "web") }, 3*time.Second, 200*time.Millisecond).Should(gomega.BeNil(),
+		"Report does not recreate a deleted object")
 }
 
 // Given a ConfigMap placed in east, when Flotilla's managed-by label is removed by hand, then

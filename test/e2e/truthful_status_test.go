@@ -28,6 +28,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/cli"
+	"github.com/flotilla-dev/flotilla/internal/detector"
 )
 
 // rolloutStatus runs `kubectl rollout status`'s own judgement (k8s.io/kubectl's status
@@ -264,6 +265,38 @@ func TestStuckDeploymentReadsDegradedOnTheControlPlane(t *testing.T) {
 	c := progressing(t, ns, "web")
 	g.Expect(string(c.Status) + "/" + c.Reason).To(gomega.Equal("False/ProgressDeadlineExceeded"))
 	g.Expect(c.Message).To(gomega.And(gomega.ContainSubstring("cluster east"), gomega.ContainSubstring("cluster west")), "the condition names the clusters")
+}
+
+// A Deployment no cluster can run (its policy asks for more spread groups than the fleet has)
+// says so on the control plane: its generation observed, Propagated=False with the
+// scheduler's reason, and kubectl rollout status fails at once instead of waiting for ever.
+func TestUnschedulableDeploymentSaysSoOnTheControlPlane(t *testing.T) {
+	g := newG(t)
+	ns := "unschedulable"
+	ensureNamespace(t, cp, ns)
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement: policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+				{SpreadByField: "cluster", MinGroups: 9, MaxGroups: 9}}},
+		},
+	}
+	createAll(t, g, policy, webDeployment(ns, 2))
+	g.Eventually(func() string {
+		tmpl := &appsv1.Deployment{}
+		if cp.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, tmpl) != nil || tmpl.Status.ObservedGeneration != tmpl.Generation {
+			return ""
+		}
+		for _, c := range tmpl.Status.Conditions {
+			if string(c.Type) == detector.ConditionPropagated {
+				return string(c.Status) + "/" + c.Reason + ": " + c.Message
+			}
+		}
+		return ""
+	}).Should(gomega.HavePrefix("False/Unschedulable: no cluster can run it: "))
+	_, _, err := rolloutStatus(t, ns, "web")
+	g.Expect(errString(err)).To(gomega.ContainSubstring("exceeded its progress deadline"))
 }
 
 // progressing is the template's Progressing condition.
