@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -59,9 +60,26 @@ func templateArg(arg string) (kind, name string, err error) {
 	return kind, name, nil
 }
 
+// resolveKind turns what kubectl accepts for a kind (deploy, deployments, deployment.apps,
+// httproutes.gateway.networking.k8s.io) into the Kind, as bindings are named by it; what it
+// cannot resolve is kept as given.
+func resolveKind(c client.Client, s string) string {
+	resource, group, _ := strings.Cut(strings.ToLower(s), ".")
+	if k, err := kindOf(resource); err == nil && k != resource {
+		return k
+	}
+	if c != nil {
+		if gvk, err := c.RESTMapper().KindFor(schema.GroupVersionResource{Group: group, Resource: resource}); err == nil {
+			return gvk.Kind
+		}
+	}
+	return s
+}
+
 // findBinding finds the binding of template KIND/NAME; without a namespace, a cluster-scoped
 // template (a Namespace, a ClusterRole) is found too.
 func findBinding(ctx context.Context, c client.Client, kind, name, namespace string) (workv1alpha1.Binding, error) {
+	kind = resolveKind(c, kind)
 	bindingName := detector.BindingName(kind, name)
 	ns := namespace
 	if ns == "" {

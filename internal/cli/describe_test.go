@@ -122,3 +122,16 @@ func TestDescribeSaysWhyAClusterIsNotPlaced(t *testing.T) {
 		}
 	}
 }
+
+// The commands take a kind as kubectl does: short, plural or with its group.
+func TestResolveKindAcceptsWhatKubectlAccepts(t *testing.T) {
+	for in, want := range map[string]string{"deploy": "Deployment", "deployments": "Deployment", "deployment.apps": "Deployment",
+		"Deployment": "Deployment", "cm": "ConfigMap", "sts": "StatefulSet", "svc": "Service"} {
+		if got := resolveKind(nil, in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+	if got := resolveKind(nil, "httproute"); got != "httproute" {
+		t.Errorf("an unknown kind is kept as given (bindings are named by its lower case): %s", got)
+	}
+}

@@ -252,7 +252,9 @@ func newWhereCommand(g *globals) *cobra.Command {
 func kindOf(s string) (string, error) {
 	known := map[string]string{"deployment": "Deployment", "deploy": "Deployment", "statefulset": "StatefulSet", "sts": "StatefulSet",
 		"daemonset": "DaemonSet", "ds": "DaemonSet", "service": "Service", "svc": "Service", "configmap": "ConfigMap", "cm": "ConfigMap",
-		"secret": "Secret", "job": "Job", "cronjob": "CronJob", "rollout": "Rollout"}
+		"secret": "Secret", "job": "Job", "cronjob": "CronJob", "rollout": "Rollout",
+		"deployments": "Deployment", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet", "services": "Service", "configmaps": "ConfigMap",
+		"secrets": "Secret", "jobs": "Job", "cronjobs": "CronJob", "rollouts": "Rollout"}
 	if k, ok := known[strings.ToLower(s)]; ok {
 		return k, nil
 	}

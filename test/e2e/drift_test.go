@@ -198,6 +198,11 @@ func TestDriftIsReported(t *testing.T) {
 	out, err := flotilla("get", "bindings", "-n", ns, "-o", "wide")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.And(gomega.ContainSubstring("Report"), gomega.ContainSubstring("/spec/template/spec/containers/0/image")))
+	for _, kind := range []string{"deploy", "deployments", "deployment.apps"} { // as kubectl takes them
+		out, err := flotilla("describe", kind+"/web", "-n", ns)
+		g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+		g.Expect(out).To(gomega.ContainSubstring("Template:   Deployment drift-report/web"), kind)
+	}
 
 	// Put back by hand: the condition clears.
 	g.Eventually(func() error {
