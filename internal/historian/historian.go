@@ -377,7 +377,7 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 	}
 	if !had || from == 0 {
 		if (had && prev.outcome == OutcomeRemoved && prev.cause == CauseUnmanage) || (prev.cause == CauseManage && prev.to == to) {
-			return CauseManage, "taken back under Flotilla (manage): adopted in place"
+			return CauseManage, "taken back under Flotilla (manage)"
 		}
 		if r := l.releaseOf(to); r != nil && r.Spec.StableRevision == 0 {
 			return CauseAdoption, "adopted by " + l.waveOf(r, cluster)

@@ -40,6 +40,11 @@ func WhyNotPlaced(ctx context.Context, c client.Reader, b workv1alpha1.Binding, 
 		if !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
 			return "the cluster is not Ready"
 		}
+		for _, t := range cl.Spec.Taints {
+			if t.Effect == clusterv1alpha1.TaintEffectNoSchedule {
+				return fmt.Sprintf("the cluster is tainted %s:%s, so only policies that tolerate it place new workloads there", t.Key, t.Effect)
+			}
+		}
 		gvk := schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
 		if len(cl.Status.APIEnablements) > 0 && !scheduler.Serves(cl, gvk) {
 			return fmt.Sprintf("the cluster does not serve %s of %s: install its CRD there", gvk.Kind, gvk.GroupVersion())

@@ -59,4 +59,9 @@ func TestWhyNotPlacedNamesAKindTheClusterDoesNotServe(t *testing.T) {
 	if why := WhyNotPlaced(context.Background(), c, web, "east"); !strings.HasPrefix(why, "no longer placed") {
 		t.Errorf("Deployment: %q", why)
 	}
+	east.Spec.Taints = []clusterv1alpha1.Taint{{Key: "maint", Effect: clusterv1alpha1.TaintEffectNoSchedule}}
+	c = fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(east).Build()
+	if why := WhyNotPlaced(context.Background(), c, web, "east"); !strings.HasPrefix(why, "the cluster is tainted maint:NoSchedule") {
+		t.Errorf("a NoSchedule taint: %q", why)
+	}
 }
