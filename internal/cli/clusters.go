@@ -221,6 +221,11 @@ func printTableSelected(ctx context.Context, cfg *rest.Config, out io.Writer, re
 	raw, err := req.SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
 		Param("includeObject", "Metadata").DoRaw(ctx)
 	if err != nil {
+		// A refusal comes as a Status the table serializer cannot decode ("unknown"): its
+		// message says what was refused and to whom.
+		if st := (&metav1.Status{}); json.Unmarshal(raw, st) == nil && st.Message != "" {
+			return fmt.Errorf("listing %s: %s", res.resource, st.Message)
+		}
 		return fmt.Errorf("listing %s: %w", res.resource, err)
 	}
 	table := &metav1.Table{}

@@ -93,6 +93,9 @@ func findBinding(ctx context.Context, c client.Client, kind, name, namespace str
 			err = nil
 		}
 	}
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("%s/%s in namespace %s: your roles do not let you read it there: %w", kind, name, ns, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("no binding for %s/%s in namespace %s (is a propagation policy selecting it?): %w", kind, name, ns, err)
 	}
