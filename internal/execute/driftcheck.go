@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -310,15 +311,32 @@ func (e *Executor) driftEvent(ctx context.Context, w *workv1alpha1.Work, eventTy
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
 		return
 	}
-	e.Recorder.Eventf(b, nil, eventType, reason, "Drift", "%s", msg)
+	gvk := workv1alpha1.BindingGVK(b)
 	r := b.BindingSpec().Resource
-	tmpl := &unstructured.Unstructured{}
-	tmpl.SetAPIVersion(r.APIVersion)
-	tmpl.SetKind(r.Kind)
-	tmpl.SetNamespace(r.Namespace)
-	tmpl.SetName(r.Name)
-	tmpl.SetUID(types.UID(r.UID))
-	e.Recorder.Eventf(tmpl, nil, eventType, reason, "Drift", "%s", msg)
+	for _, regarding := range []corev1.ObjectReference{
+		{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: b.GetNamespace(), Name: b.GetName(), UID: b.GetUID()},
+		{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: types.UID(r.UID)},
+	} {
+		e.distinctEvent(ctx, regarding, eventType, reason, msg)
+	}
+}
+
+// distinctEvent writes one event per finding. The event recorder folds events of one object
+// with the same reason into a series that keeps the first one's note, so a correction in
+// another cluster, or of other fields, would read as the first one again.
+func (e *Executor) distinctEvent(ctx context.Context, regarding corev1.ObjectReference, eventType, reason, note string) {
+	ns := regarding.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: regarding.Name + ".", Namespace: ns},
+		EventTime:  metav1.NowMicro(), ReportingController: "flotilla.dev/executor", ReportingInstance: "flotilla-executor",
+		Action: "Drift", Reason: reason, Regarding: regarding, Note: note, Type: eventType,
+	}
+	if err := e.Client.Create(ctx, ev); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing a drift event", "regarding", regarding.Kind+" "+regarding.Namespace+"/"+regarding.Name)
+	}
 }
 
 // checkEveryWork is the safety net under the member events: every interval each Work is

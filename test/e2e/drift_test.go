@@ -155,6 +155,9 @@ func TestDriftIsPutBack(t *testing.T) {
 		return d != nil && d.UID != old.UID
 	}, 30*time.Second, 50*time.Millisecond).Should(gomega.BeTrue())
 	t.Logf("deleted Deployment recreated %s after the delete", time.Since(start).Round(time.Millisecond))
+	// Each correction is an event of its own on the template, naming what it put back (an
+	// event series would have kept the first correction's words).
+	g.Eventually(eventSays(ns, "web", "DriftCorrected", "east", "(deleted)")).Should(gomega.BeTrue(), "the deletion's own event on the template")
 }
 
 // Given a policy with driftCorrection Report (ignoring spec.replicas), when the image and
