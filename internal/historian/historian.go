@@ -178,7 +178,9 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 			continue
 		}
 		prev, had := last[cs.Cluster]
-		if had && prev.to == cs.Revision && prev.outcome == outcome {
+		if had && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == OutcomeHealthy && outcome == OutcomeApplied) {
+			// Nothing new; a healthy revision rolling its pods again (replicas moved by a
+			// placement change, a scale) is the same revision, not another change.
 			next[cs.Cluster] = prev
 			continue
 		}
@@ -236,6 +238,8 @@ func outcomeOf(cs workv1alpha1.ClusterStatus) string {
 		return ""
 	case cs.Health == workv1alpha1.HealthHealthy:
 		return OutcomeHealthy
+	case cs.Health == workv1alpha1.HealthDegraded:
+		return OutcomeFailed
 	default:
 		return OutcomeApplied
 	}

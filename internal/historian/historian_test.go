@@ -18,6 +18,7 @@ func TestOutcomeOfAClusterStatus(t *testing.T) {
 		{workv1alpha1.ClusterStatus{Applied: true, Health: workv1alpha1.HealthProgressing}, OutcomeApplied},
 		{workv1alpha1.ClusterStatus{Applied: true, Health: workv1alpha1.HealthHealthy}, OutcomeHealthy},
 		{workv1alpha1.ClusterStatus{Applied: true, Health: workv1alpha1.HealthHealthy, Suspended: true}, ""},
+		{workv1alpha1.ClusterStatus{Applied: true, Health: workv1alpha1.HealthDegraded}, OutcomeFailed},
 	} {
 		if got := outcomeOf(c.cs); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.cs, got, c.want)

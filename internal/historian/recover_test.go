@@ -139,3 +139,46 @@ func TestABadHistoryDSNStopsTheStart(t *testing.T) {
 		t.Errorf("a DSN of no known form: %v, want ErrInvalid naming --history-dsn", err)
 	}
 }
+
+// A healthy revision whose pods roll again (its replicas moved by a placement change) is the
+// same revision: no new record, and none when it turns healthy again.
+func TestAReplicaChangeIsNoNewRecord(t *testing.T) {
+	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u1", Generation: 3},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
+		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl, b).WithStatusSubresource(b).Build()
+	store := &memStore{recs: map[string]history.Record{}}
+	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "web-deployment"}}
+	ctx := context.Background()
+	step := func(gen int64, health workv1alpha1.Health) {
+		t.Helper()
+		cur := &workv1alpha1.ResourceBinding{}
+		if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Generation = gen
+		if err := c.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Status.Clusters[0].Health = health
+		if err := c.Status().Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(3, workv1alpha1.HealthHealthy)
+	step(4, workv1alpha1.HealthProgressing)
+	step(4, workv1alpha1.HealthHealthy)
+	if got := store.outcomes(); len(got) != 1 || got[0] != "east healthy" {
+		t.Fatalf("records %v, want the first placement only", got)
+	}
+	step(5, workv1alpha1.HealthDegraded)
+	if got := store.outcomes(); len(got) != 2 || got[1] != "east healthy" || got[0] != "east failed" {
+		t.Fatalf("records %v, want a failed record once it went Degraded", got)
+	}
+}
