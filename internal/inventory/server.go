@@ -38,6 +38,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
@@ -486,6 +487,9 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 			}
 			p.Images = imgs
 		}
+		if imgs := s.renderedImages(ctx, b, cs.Cluster); imgs != nil {
+			p.Images = imgs // what the cluster is given, its overrides applied
+		}
 		if rec, ok := latest[res.Kind+"/"+res.Namespace+"/"+res.Name+"/"+cs.Cluster]; ok {
 			since := rec.Time
 			p.Since, p.Commit = &since, rec.Commit
@@ -493,6 +497,20 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 		wl.Clusters = append(wl.Clusters, p)
 	}
 	return wl
+}
+
+// renderedImages are the images of the template as rendered for a cluster (its Work's last
+// manifest: the revision the cluster runs, with the cluster's overrides), nil without a Work.
+func (s *Server) renderedImages(ctx context.Context, b *workv1alpha1.ResourceBinding, cluster string) []string {
+	w := &workv1alpha1.Work{}
+	if s.Client.Get(ctx, client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w) != nil || len(w.Spec.Manifests) == 0 {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	if u.UnmarshalJSON(w.Spec.Manifests[len(w.Spec.Manifests)-1].Raw) != nil {
+		return nil
+	}
+	return imagesOf(u)
 }
 
 func imagesOf(u *unstructured.Unstructured) []string {

@@ -80,6 +80,11 @@ func TestOverridesPerRegionAndPerCluster(t *testing.T) {
 	g.Eventually(func() map[string]string { return envOf(memberDeployment(t, "east", ns, "web")) }).
 		Should(gomega.Equal(map[string]string{"FEATURE_CHECKOUT_V2": "on"}))
 	g.Expect(envOf(memberDeployment(t, "west", ns, "web"))).To(gomega.BeEmpty())
+	// `where` tells what each cluster is given, its overrides applied.
+	g.Eventually(func() string {
+		out, _ := flotilla("where", "deployment/web", "-n", ns)
+		return out
+	}).Should(gomega.And(gomega.MatchRegexp(`europe\s.*mirror\.eu\.example/web:1`), gomega.MatchRegexp(`east\s.*registry\.example/web:1`)))
 
 	// Changing the override policy re-renders only what it changes.
 	g.Eventually(func() error {
