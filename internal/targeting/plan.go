@@ -93,7 +93,11 @@ func PlanFor(ctx context.Context, r client.Reader, app *appsv1alpha1.Application
 		return p, nil
 	}
 	p.Reason = appsv1alpha1.ReasonPlaced
-	p.Message = fmt.Sprintf("placed on %d clusters by %s", len(p.Clusters), strings.Join(p.TargetPolicies, ", ")) + leftOut
+	clusters := "clusters"
+	if len(p.Clusters) == 1 {
+		clusters = "cluster"
+	}
+	p.Message = fmt.Sprintf("placed on %d %s by %s", len(p.Clusters), clusters, strings.Join(p.TargetPolicies, ", ")) + leftOut
 
 	platform := slices.ContainsFunc(targets, func(t target) bool { return t.cluster })
 	p.Kind, p.Name = "PropagationPolicy", GeneratedName(app, platform)

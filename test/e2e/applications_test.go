@@ -285,7 +285,7 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	g.Expect(getApp(ns, "app1").Status.Commit).To(gomega.Equal(first))
 	g.Eventually(func() string { return memberImage(t, "east", ns, "app1") }).Should(gomega.Equal("registry.example/app1:1"))
 	g.Eventually(func() string { return memberImage(t, "west", ns, "app2") }).Should(gomega.Equal("registry.example/app2:1"))
-	g.Eventually(appCondition(ns, "app2", "Placed")).Should(gomega.Equal("True/Placed: placed on 1 clusters by gpu-apps"))
+	g.Eventually(appCondition(ns, "app2", "Placed")).Should(gomega.Equal("True/Placed: placed on 1 cluster by gpu-apps"))
 	for _, c := range []string{"west", "europe"} {
 		g.Expect(memberReplicas(t, c, ns, "app1")).To(gomega.Equal(int32(-1)), "app1 runs in us-east only, not %s", c)
 	}
