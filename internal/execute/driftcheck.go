@@ -329,9 +329,11 @@ func (e *Executor) distinctEvent(ctx context.Context, regarding corev1.ObjectRef
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
+	now := metav1.NowMicro()
 	ev := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: regarding.Name + ".", Namespace: ns},
-		EventTime:  metav1.NowMicro(), ReportingController: "flotilla.dev/executor", ReportingInstance: "flotilla-executor",
+		// Named as the event recorder names them: the object's name and the time.
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", regarding.Name, now.UnixNano()), Namespace: ns},
+		EventTime:  now, ReportingController: "flotilla.dev/executor", ReportingInstance: "flotilla-executor",
 		Action: "Drift", Reason: reason, Regarding: regarding, Note: note, Type: eventType,
 	}
 	if err := e.Client.Create(ctx, ev); err != nil {
