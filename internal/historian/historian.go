@@ -81,13 +81,19 @@ type Historian struct {
 	// fall back to the field manager of the change.
 	Writers Writers
 
-	mu       sync.Mutex
-	state    map[string]map[string]seen // binding key -> cluster -> last recorded
-	lastBeat atomic.Int64               // unix nanoseconds of the last audit heartbeat
+	mu    sync.Mutex
+	state map[string]map[string]seen // binding key -> cluster -> last recorded
+	// templates names each binding's template and application, for the records written once
+	// the binding is gone.
+	templates map[string]templateName
+	lastBeat  atomic.Int64 // unix nanoseconds of the last audit heartbeat
 
 	actorsMu sync.Mutex
 	unnamed  []unnamed // records whose users the audit stream has yet to deliver
 }
+
+// templateName is what records of a binding name: its template and application.
+type templateName struct{ group, kind, name, application string }
 
 // unnamed is a stored record whose actor waits for the audit stream.
 type unnamed struct {
@@ -221,8 +227,17 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		}
 		h.await(waiting)
 	}
+	gv, _ := schema.ParseGroupVersion(spec.Resource.APIVersion)
+	tn := templateName{group: gv.Group, kind: spec.Resource.Kind, name: spec.Resource.Name}
+	if t := ctxInfo.template(); t != nil {
+		tn.application = t.GetLabels()[appsv1alpha1.ApplicationLabel]
+	}
 	h.mu.Lock()
 	h.state[key] = next
+	if h.templates == nil {
+		h.templates = map[string]templateName{}
+	}
+	h.templates[key] = tn
 	h.mu.Unlock()
 	return ctrl.Result{}, nil
 }
@@ -296,12 +311,15 @@ func (h *Historian) lastOf(ctx context.Context, key string, r workv1alpha1.Objec
 // removed records the removal of every cluster of a deleted binding.
 func (h *Historian) removed(ctx context.Context, key string) error {
 	h.mu.Lock()
-	last := h.state[key]
+	last, tn := h.state[key], h.templates[key]
 	h.mu.Unlock()
 	if len(last) == 0 {
 		return nil
 	}
 	ns, name, _ := strings.Cut(key, "/")
+	if tn.name == "" { // not seen since a restart: the binding's name says what it can
+		tn = templateName{kind: bindingKind(name), name: strings.TrimSuffix(name, "-"+bindingKind(name))}
+	}
 	now := h.Clock.Now()
 	var recs []history.Record
 	for cluster, prev := range last {
@@ -309,9 +327,9 @@ func (h *Historian) removed(ctx context.Context, key string) error {
 			continue
 		}
 		id := sha256.Sum256(fmt.Appendf(nil, "deleted|%s|%s|%d", key, cluster, prev.to))
-		recs = append(recs, history.Record{ID: hex.EncodeToString(id[:16]), Time: now, Team: ns, Namespace: ns, Name: name, Cluster: cluster,
+		recs = append(recs, history.Record{ID: hex.EncodeToString(id[:16]), Time: now, Team: ns, Namespace: ns, Name: tn.name, Cluster: cluster,
 			FromRevision: prev.to, Outcome: OutcomeRemoved, Cause: CauseRemoval, CauseDetail: "the template, or the policy that placed it, was deleted",
-			Kind: bindingKind(name)})
+			Group: tn.group, Kind: tn.kind, Application: tn.application})
 	}
 	if len(recs) > 0 {
 		if _, err := h.Store.Append(ctx, recs...); err != nil {
@@ -320,6 +338,7 @@ func (h *Historian) removed(ctx context.Context, key string) error {
 	}
 	h.mu.Lock()
 	delete(h.state, key)
+	delete(h.templates, key)
 	h.mu.Unlock()
 	return nil
 }

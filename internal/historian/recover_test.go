@@ -10,12 +10,14 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -181,4 +183,38 @@ func TestAReplicaChangeIsNoNewRecord(t *testing.T) {
 	if got := store.outcomes(); len(got) != 2 || got[1] != "east healthy" || got[0] != "east failed" {
 		t.Fatalf("records %v, want a failed record once it went Degraded", got)
 	}
+}
+
+// A binding deleted (its template left an Application) is recorded as removed under its
+// template's kind, name and application, not the binding's name.
+func TestARemovedBindingIsRecordedUnderItsTemplate(t *testing.T) {
+	tmpl := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "store", Name: "front-cfg", Labels: map[string]string{appsv1alpha1.ApplicationLabel: "front"}}}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "store", Name: "front-cfg-configmap", UID: "u2", Generation: 1},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "store", Name: "front-cfg"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "store", Name: "app-front"}},
+		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{{Cluster: "europe", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl, b).WithStatusSubresource(b).Build()
+	store := &memStore{recs: map[string]history.Record{}}
+	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "store", Name: "front-cfg-configmap"}}
+	ctx := context.Background()
+	if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range store.recs {
+		if r.Outcome != OutcomeRemoved {
+			continue
+		}
+		if r.Kind != "ConfigMap" || r.Name != "front-cfg" || r.Application != "front" {
+			t.Errorf("removal recorded as %s %s of application %q, want ConfigMap front-cfg of front", r.Kind, r.Name, r.Application)
+		}
+		return
+	}
+	t.Fatalf("no removal recorded: %v", store.outcomes())
 }
