@@ -298,7 +298,9 @@ func renderHash(templates []template) (string, error) {
 
 func (c *Controller) applyFailed(app *appsv1alpha1.Application, st *status, t template, err error, interval time.Duration) (ctrl.Result, error) {
 	msg := fmt.Sprintf("%s: %s %s: %v", t.where(), t.u.GetKind(), t.u.GetName(), err)
-	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+	// A field of the wrong type reaches server-side apply as an internal error ("failed to
+	// create typed patch object"), but it is the manifest's fault as much as an Invalid one.
+	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || strings.Contains(err.Error(), "failed to create typed patch object") {
 		// Only a change of the source or the Team helps.
 		st.stalled(app, appsv1alpha1.ReasonObjectNotAllowed, msg+"; nothing of this render was applied")
 		return ctrl.Result{RequeueAfter: interval}, nil
