@@ -1018,6 +1018,9 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 				drifted = append(drifted, dc.Message)
 			}
 			cs.Status = w.Status.ManifestStatus
+			if cs.Health == workv1alpha1.HealthDegraded && cs.Message == "" {
+				cs.Message = failingConditions(w.Status.ManifestStatus)
+			}
 			if w.Status.ManifestStatus != nil {
 				m := map[string]any{}
 				if json.Unmarshal(w.Status.ManifestStatus.Raw, &m) == nil {
@@ -1137,6 +1140,29 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	}
 	patch, _ := json.Marshal(map[string]any{"status": patchStatus})
 	return c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch))
+}
+
+// failingConditions says why a member object reads Degraded, from its status conditions
+// (a Deployment's Progressing=False ProgressDeadlineExceeded: "...", ReplicaFailure=True).
+func failingConditions(status *runtime.RawExtension) string {
+	if status == nil {
+		return ""
+	}
+	var st struct {
+		Conditions []struct{ Type, Status, Reason, Message string } `json:"conditions"`
+	}
+	if json.Unmarshal(status.Raw, &st) != nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range st.Conditions {
+		failing := c.Status == "False" && (c.Type == "Progressing" || c.Type == "Available" || c.Type == "Ready")
+		failing = failing || c.Status == "True" && (c.Type == "ReplicaFailure" || c.Type == "Failed" || c.Type == "Stalled")
+		if failing {
+			parts = append(parts, strings.TrimSuffix(fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message), ": "))
+		}
+	}
+	return truncateMessage(strings.Join(parts, "; "))
 }
 
 func truncateMessage(msg string) string {

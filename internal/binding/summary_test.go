@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 )
@@ -47,5 +48,17 @@ func TestSummarizeBinding(t *testing.T) {
 				t.Errorf("Ready %s gen %d, want %s gen 7", r.Reason, r.ObservedGeneration, tc.reason)
 			}
 		})
+	}
+}
+
+// A Degraded member says why, from its failing conditions.
+func TestFailingConditionsSayWhyAMemberIsDegraded(t *testing.T) {
+	raw := &runtime.RawExtension{Raw: []byte(`{"conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable"},
+		{"type":"Progressing","status":"False","reason":"ProgressDeadlineExceeded","message":"ReplicaSet \"web-1\" has timed out progressing."}]}`)}
+	if got := failingConditions(raw); got != `Progressing=False ProgressDeadlineExceeded: ReplicaSet "web-1" has timed out progressing.` {
+		t.Errorf("got %q", got)
+	}
+	if got := failingConditions(nil); got != "" {
+		t.Errorf("no status: %q", got)
 	}
 }

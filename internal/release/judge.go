@@ -81,6 +81,9 @@ func judgeWave(st waveState) waveVerdict {
 		case running && cs.Health == workv1alpha1.HealthHealthy:
 			healthy++
 		case running && cs.Health == workv1alpha1.HealthDegraded:
+			if msg := st.Reported[cl].Message; msg != "" {
+				cl += " (" + msg + ")"
+			}
 			degraded = append(degraded, cl)
 		}
 		if pinned(cl) == st.Revision && !runningHealthy(cs) {
