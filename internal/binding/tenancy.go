@@ -167,7 +167,7 @@ func overrideAndCheck(manifest *unstructured.Unstructured, overriders []namedOve
 	before.SetName(manifest.GetName())
 	for _, o := range overriders {
 		if err := render.Override(manifest, []policyv1alpha1.Overriders{o.Overriders}); err != nil {
-			return &renderError{fmt.Errorf("overrides for cluster %s: %w", cluster, err)}
+			return &renderError{fmt.Errorf("%s for cluster %s: %w; fix its overriders", o.policy, cluster, err)}
 		}
 		if err := render.CheckIdentity(before, manifest); err != nil {
 			return &renderError{fmt.Errorf("%s for cluster %s: %w", o.policy, cluster, err)}
