@@ -115,6 +115,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.connect(ctx, cl); err != nil {
 		r.Cache.Disconnect(cl.Name)
 		setReady(status, metav1.ConditionFalse, clusterv1alpha1.ReasonCredentialsInvalid, err.Error(), cl.Generation)
+		// Every problem at once: a duplicate shortName is told beside missing credentials.
+		if serr := r.checkShortName(ctx, cl, status); serr != nil {
+			return ctrl.Result{}, serr
+		}
 		return ctrl.Result{}, r.patchStatus(ctx, before, status, true)
 	}
 
@@ -170,7 +174,7 @@ func (r *Reconciler) connect(ctx context.Context, cl *clusterv1alpha1.Cluster) e
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s not found; run `flotilla join %s --overwrite` to store credentials", ref.Namespace, ref.Name, cl.Name)
+			return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s not found; run `flotilla join %s --kubeconfig MEMBER.kubeconfig --overwrite` to store credentials", ref.Namespace, ref.Name, cl.Name)
 		}
 		return fmt.Errorf("spec.credentialsSecretRef: reading secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
@@ -319,7 +323,7 @@ func (r *Reconciler) checkShortName(ctx context.Context, cl *clusterv1alpha1.Clu
 		}
 		if o.CreationTimestamp.Before(&cl.CreationTimestamp) || (o.CreationTimestamp.Equal(&cl.CreationTimestamp) && o.Name < cl.Name) {
 			cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1alpha1.ReasonDuplicate
-			cond.Message = fmt.Sprintf("cluster %s has shortName %s already; give this cluster another (flotilla join %s --overwrite --short-name NAME)", o.Name, cl.Spec.ShortName, cl.Name)
+			cond.Message = fmt.Sprintf("cluster %s has shortName %s already; give this cluster another (flotilla join %s --kubeconfig MEMBER.kubeconfig --overwrite --short-name NAME, or edit spec.shortName)", o.Name, cl.Spec.ShortName, cl.Name)
 			break
 		}
 	}
