@@ -207,7 +207,8 @@ func (s *Server) preview(ctx context.Context, out *WhatIf, b *workv1alpha1.Resou
 		ch.Error = err.Error()
 		ch.After = nil
 	}
-	if err == nil && equality.Semantic.DeepEqual(normal(b.Spec.Clusters), normal(after)) {
+	if err == nil && equality.Semantic.DeepEqual(normal(b.Spec.Clusters), normal(after)) ||
+		err != nil && len(b.Spec.Clusters) == 0 { // placed nowhere before, and nowhere after
 		out.Unchanged++
 		return
 	}
