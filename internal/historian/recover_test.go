@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
@@ -150,10 +151,7 @@ func TestAReplicaChangeIsNoNewRecord(t *testing.T) {
 		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
 		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
-	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl, b).WithStatusSubresource(b).Build()
-	store := &memStore{recs: map[string]history.Record{}}
-	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "web-deployment"}}
+	c, store, h, req := historianOf(tmpl, b)
 	ctx := context.Background()
 	step := func(gen int64, health workv1alpha1.Health) {
 		t.Helper()
@@ -193,10 +191,7 @@ func TestARemovedBindingIsRecordedUnderItsTemplate(t *testing.T) {
 		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "store", Name: "front-cfg"},
 			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "store", Name: "app-front"}},
 		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{{Cluster: "europe", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
-	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl, b).WithStatusSubresource(b).Build()
-	store := &memStore{recs: map[string]history.Record{}}
-	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "store", Name: "front-cfg-configmap"}}
+	c, store, h, req := historianOf(tmpl, b)
 	ctx := context.Background()
 	if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
 		t.Fatal(err)
@@ -217,4 +212,13 @@ func TestARemovedBindingIsRecordedUnderItsTemplate(t *testing.T) {
 		return
 	}
 	t.Fatalf("no removal recorded: %v", store.outcomes())
+}
+
+// historianOf is a historian over a fake control plane holding tmpl and its binding b, with
+// an empty store, and the request that reconciles b.
+func historianOf(tmpl client.Object, b *workv1alpha1.ResourceBinding) (client.Client, *memStore, *Historian, ctrl.Request) {
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl, b).WithStatusSubresource(b).Build()
+	store := &memStore{recs: map[string]history.Record{}}
+	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	return c, store, h, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}}
 }
