@@ -369,7 +369,8 @@ func setApplied(status *workv1alpha1.WorkStatus, w *workv1alpha1.Work, s metav1.
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: s, Reason: reason, Message: msg, ObservedGeneration: w.Generation})
 }
 
-func manifestsHash(w *workv1alpha1.Work) string {
+// ManifestsHash is what a Work's status.appliedHash says once the member runs its manifests.
+func ManifestsHash(w *workv1alpha1.Work) string {
 	h := sha256.New()
 	for _, m := range w.Spec.Manifests {
 		h.Write(m.Raw)
@@ -386,7 +387,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	if err != nil {
 		return 0, err
 	}
-	hash := manifestsHash(w)
+	hash := ManifestsHash(w)
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID && last.(appliedWork).generation > w.Generation {
 		return 0, errStaleWork // the cache lags behind our own apply; the newer Work's event follows
 	}

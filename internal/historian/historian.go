@@ -1,11 +1,12 @@
 // Package historian turns what the bindings report into history records: each change of the
-// revision a cluster runs, its outcome (applied, healthy, failed), and its removal, with the
+// revision a cluster runs (or, for templates released without revisions, of the render its
+// Work applied there, replicas aside), its outcome (applied, healthy, failed), and its removal, with the
 // cause (a release and its wave, a rollback, a placement or failover, an application commit),
 // the images and commit, and the actor: the user behind the change, from the control plane's
 // audit stream (package audit), named as soon as the stream has delivered the write, else
 // the field manager of the change.
 //
-// It reads bindings, releases, revisions and templates, and writes only to the history store
+// It reads bindings, Works, releases, revisions and templates, and writes only to the history store
 // (its one request of its own is the audit heartbeat, a get).
 // Records carry idempotent IDs (binding, cluster, binding generation, revision, outcome), so a
 // restart neither duplicates nor loses the state in force: on its first look at a template it
@@ -31,9 +32,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -43,6 +46,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/audit"
+	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/release"
@@ -120,6 +124,10 @@ type seen struct {
 	from, to int64
 	outcome  string
 	cause    string
+	// render fingerprints the template as last applied in the cluster, replicas aside (""
+	// unknown): without revisions, a new fingerprint is how a changed template (or a changed
+	// override) shows.
+	render string
 }
 
 // SetupWithManager registers one controller per binding kind.
@@ -127,8 +135,20 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 	if h.Clock == nil {
 		h.Clock = clock.RealClock{}
 	}
+	// A Work's status says when its cluster runs a new render: without revisions that is
+	// the news, and the binding's status need not change with it.
+	bindingOfWork := func(namespaced bool) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			l := o.GetLabels()
+			if l[workv1alpha1.BindingNameLabel] == "" || (l[workv1alpha1.BindingNamespaceLabel] != "") != namespaced {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[workv1alpha1.BindingNamespaceLabel], Name: l[workv1alpha1.BindingNameLabel]}}}
+		})
+	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("historian").
 		For(&workv1alpha1.ResourceBinding{}).
+		Watches(&workv1alpha1.Work{}, bindingOfWork(true)).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			return h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req)
 		})); err != nil {
@@ -136,6 +156,7 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("historian-cluster").
 		For(&workv1alpha1.ClusterResourceBinding{}).
+		Watches(&workv1alpha1.Work{}, bindingOfWork(false)).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			return h.reconcile(ctx, &workv1alpha1.ClusterResourceBinding{}, req)
 		})); err != nil {
@@ -184,9 +205,17 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 			continue
 		}
 		prev, had := last[cs.Cluster]
-		if had && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == OutcomeHealthy && outcome == OutcomeApplied) {
+		rendered := ctxInfo.applied(cs.Cluster)
+		render := renderFingerprint(rendered)
+		// Without revisions, a template (or override) change applied as it is.
+		changed := !tracked && had && render != "" && prev.render != "" && prev.render != render && prev.outcome != OutcomeRemoved
+		if render == "" {
+			render = prev.render // the cluster's Work is between renders: keep what is known
+		}
+		if had && !changed && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == OutcomeHealthy && outcome == OutcomeApplied) {
 			// Nothing new; a healthy revision rolling its pods again (replicas moved by a
 			// placement change, a scale) is the same revision, not another change.
+			prev.render = render
 			next[cs.Cluster] = prev
 			continue
 		}
@@ -197,10 +226,17 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		rec := h.record(b, cs.Cluster, from, cs.Revision, outcome, now)
 		rec.Message = cs.Message
 		rec.Cause, rec.CauseDetail = ctxInfo.cause(cs.Cluster, from, cs.Revision, had, prev)
+		if !tracked && had && (changed || prev.cause == CauseApply && prev.to == cs.Revision) {
+			rec.Cause, rec.CauseDetail = CauseApply, "the template or an override changed; applied as it is (no rollout, so no revision)"
+			rec.ID = recordID(b, cs.Cluster, from, cs.Revision, outcome, render) // one change each, not one per generation
+		}
 		rec.Images, rec.Commit, rec.Actor = ctxInfo.content(cs.Revision)
+		if rendered != nil && len(imagesOf(rendered)) > 0 {
+			rec.Images = imagesOf(rendered) // what the cluster was given, its overrides applied
+		}
 		rec.Actor, waiting = h.name(ctxInfo, &rec, cs.Cluster, from, cs.Revision, now, waiting)
 		recs = append(recs, rec)
-		next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome, cause: rec.Cause}
+		next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome, cause: rec.Cause, render: render}
 	}
 	for cluster, prev := range last {
 		if _, still := next[cluster]; still {
@@ -273,13 +309,39 @@ func (h *Historian) heartbeat(ctx context.Context, now time.Time) {
 func (h *Historian) record(b workv1alpha1.Binding, cluster string, from, to int64, outcome string, now time.Time) history.Record {
 	r := b.BindingSpec().Resource
 	gv, _ := schema.ParseGroupVersion(r.APIVersion)
-	id := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%d|%d|%d|%s", b.GetUID(), cluster, b.GetGeneration(), from, to, outcome))
 	return history.Record{
-		ID:   hex.EncodeToString(id[:16]),
+		ID:   recordID(b, cluster, from, to, outcome, ""),
 		Time: now, Team: r.Namespace,
 		Group: gv.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 		Cluster: cluster, FromRevision: from, ToRevision: to, Outcome: outcome,
 	}
+}
+
+// recordID makes records idempotent: the same binding, cluster, generation, change and
+// outcome (and render, where it tells changes apart) is the same record.
+func recordID(b workv1alpha1.Binding, cluster string, from, to int64, outcome, render string) string {
+	key := fmt.Appendf(nil, "%s|%s|%d|%d|%d|%s", b.GetUID(), cluster, b.GetGeneration(), from, to, outcome)
+	if render != "" {
+		key = fmt.Appendf(key, "|%s", render)
+	}
+	id := sha256.Sum256(key)
+	return hex.EncodeToString(id[:16])
+}
+
+// renderFingerprint hashes a template as rendered for a cluster, its replicas aside (the
+// scheduler's share moving is placement, not a change of what runs); "" for none.
+func renderFingerprint(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
+	u = u.DeepCopy()
+	unstructured.RemoveNestedField(u.Object, "spec", "replicas")
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
 }
 
 // lastOf is what was last recorded for a binding's clusters: from memory, else from the
@@ -368,6 +430,17 @@ type lazyContext struct {
 	recorded   map[int64]time.Time // when each revision was recorded
 }
 
+// applied is the template as the cluster's Work renders it, when the member runs that render;
+// nil otherwise (no Work, or a newer render not applied yet).
+func (l *lazyContext) applied(cluster string) *unstructured.Unstructured {
+	w := &workv1alpha1.Work{}
+	key := client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(l.b.GetNamespace(), l.b.GetName())}
+	if l.h.Client.Get(l.ctx, key, w) != nil || !execute.AppliedThisSpec(w) {
+		return nil
+	}
+	return execute.RenderedTemplate(w)
+}
+
 func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {
 	if l.loaded {
 		return l.releases
@@ -407,6 +480,17 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 		}
 		if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster != cluster }) {
 			return CauseFailover, "replaces " + evictedClusters(spec) + " (failover)"
+		}
+		// The eviction may be over (purged at once, or the replacement came up first).
+		for _, f := range spec.FailedClusters {
+			if f.Cluster != cluster && f.TemplateGeneration == spec.TemplateGeneration {
+				return CauseAppFailover, fmt.Sprintf("replaces %s, where the workload failed (application failover): %s", f.Cluster, f.Message)
+			}
+		}
+		for _, cs := range l.b.BindingStatus().Clusters {
+			if cs.Cluster != cluster && cs.Lost && !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cs.Cluster }) {
+				return CauseFailover, "replaces " + cs.Cluster + ": the cluster is not Ready (failover)"
+			}
 		}
 		return CausePlacement, fmt.Sprintf("placed by %s %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef))
 	}
@@ -613,6 +697,9 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 	case CauseRelease, CauseApply, CauseAdoption:
 		at, ok := l.recorded[to]
 		ref, known := l.templateRef()
+		if cause == CauseApply && to == 0 && known {
+			return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: now} // no revision: the template's last writer
+		}
 		if !ok || !known {
 			return "", nil
 		}

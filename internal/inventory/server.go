@@ -503,14 +503,13 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 // manifest: the revision the cluster runs, with the cluster's overrides), nil without a Work.
 func (s *Server) renderedImages(ctx context.Context, b *workv1alpha1.ResourceBinding, cluster string) []string {
 	w := &workv1alpha1.Work{}
-	if s.Client.Get(ctx, client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w) != nil || len(w.Spec.Manifests) == 0 {
+	if s.Client.Get(ctx, client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w) != nil {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	if u.UnmarshalJSON(w.Spec.Manifests[len(w.Spec.Manifests)-1].Raw) != nil {
-		return nil
+	if u := execute.RenderedTemplate(w); u != nil {
+		return imagesOf(u)
 	}
-	return imagesOf(u)
+	return nil
 }
 
 func imagesOf(u *unstructured.Unstructured) []string {

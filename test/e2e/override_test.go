@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -97,6 +99,23 @@ func TestOverridesPerRegionAndPerCluster(t *testing.T) {
 	}).Should(gomega.Succeed())
 	g.Eventually(func() map[string]string { return envOf(memberDeployment(t, "east", ns, "web")) }).
 		Should(gomega.Equal(map[string]string{"FEATURE_CHECKOUT_V2": "off"}))
+
+	// No rollout, so no revisions: a changed override, then a changed template, are still
+	// history, cause apply, in the clusters they changed, with the image each was given.
+	admin := inventoryAs(t, "")
+	applies := func() []string {
+		var got []string
+		for _, it := range historyOf(t, admin, url.Values{"team": {ns}, "name": {"web"}, "cause": {"apply"}}) {
+			if it.Outcome == "healthy" {
+				got = append(got, it.Cluster+" "+strings.Join(it.Images, ","))
+			}
+		}
+		return got
+	}
+	g.Eventually(applies).Should(gomega.ConsistOf("east registry.example/web:1"))
+	setImage(t, g, dep, "registry.example/web:2")
+	g.Eventually(applies).Should(gomega.ConsistOf("east registry.example/web:1",
+		"east registry.example/web:2", "west registry.example/web:2", "europe mirror.eu.example/web:2"))
 }
 
 // Nonsense override policies are refused at admission naming the field.
