@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -170,7 +172,7 @@ func describeBinding(ctx context.Context, c client.Client, out io.Writer, bindin
 			fmt.Fprintf(tw, "  %s\t%d\t-\t-\t%s\t-\n", t.Name, t.Replicas, sync)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%v\t%s\t%s\t%s\n", t.Name, t.Replicas, s.Applied, orDash(string(s.Health)), sync, orDash(s.Message))
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%s\t%s\n", t.Name, renderedReplicas(ctx, c, binding, t), s.Applied, orDash(string(s.Health)), sync, orDash(s.Message))
 	}
 	for _, t := range b.Spec.GracefulEvictionTasks {
 		fmt.Fprintf(tw, "  %s\t%d\t-\t-\tevicting (%s, purge %s)\t%s\n", t.Cluster, t.Replicas, t.Reason, t.PurgeMode, t.Message)
@@ -248,6 +250,21 @@ type adoption struct {
 
 // readAdoption returns the adoption in progress or stopped, nil when the template has a stable
 // revision (adopted, or never staged).
+// renderedReplicas is what the cluster is given: the scheduler's share, or what an override
+// made of it, read from the cluster's Work (which team users may not read: then the share).
+func renderedReplicas(ctx context.Context, c client.Client, b workv1alpha1.Binding, t workv1alpha1.TargetCluster) string {
+	w := &workv1alpha1.Work{}
+	key := client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + t.Name, Name: workv1alpha1.WorkName(b.GetNamespace(), b.GetName())}
+	if c.Get(ctx, key, w) == nil {
+		if u := execute.RenderedTemplate(w); u != nil {
+			if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n != int64(t.Replicas) {
+				return fmt.Sprintf("%d (override; scheduled %d)", n, t.Replicas)
+			}
+		}
+	}
+	return strconv.Itoa(int(t.Replicas))
+}
+
 func readAdoption(ctx context.Context, c client.Client, b workv1alpha1.Binding) (*adoption, error) {
 	revs := b.BindingSpec().Revisions
 	if revs == nil || revs.Stable != 0 {

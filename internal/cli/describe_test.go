@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -133,5 +134,25 @@ func TestResolveKindAcceptsWhatKubectlAccepts(t *testing.T) {
 	}
 	if got := resolveKind(nil, "httproute"); got != "httproute" {
 		t.Errorf("an unknown kind is kept as given (bindings are named by its lower case): %s", got)
+	}
+}
+
+// REPLICAS is what each cluster is given: an override's replicas, not the scheduler's share,
+// where they differ.
+func TestDescribeShowsOverriddenReplicas(t *testing.T) {
+	b := releasedBinding(&workv1alpha1.Revisions{Latest: 1, Stable: 1},
+		workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy},
+		workv1alpha1.ClusterStatus{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy})
+	east, west := workIn("east"), workIn("west")
+	east.Spec.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":2}}`)}}}
+	west.Spec.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5}}`)}}}
+	var out bytes.Buffer
+	if err := describeBinding(context.Background(), fakeClient(b.DeepCopy(), east, west), &out, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`east\s+2\s+true\s+Healthy`, `west\s+5 \(override; scheduled 2\)\s+true\s+Healthy`} {
+		if !regexp.MustCompile(w).MatchString(out.String()) {
+			t.Errorf("describe lacks %s:\n%s", w, out.String())
+		}
 	}
 }
