@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -299,46 +298,27 @@ func (e *Executor) recordDrift(ctx context.Context, key types.NamespacedName, cl
 	meta.SetStatusCondition(&status.Conditions, cond)
 }
 
-// driftEvent records an event on the Work's binding and on its template.
+// driftEvent records an event on the Work's binding and on its template; each finding is an
+// event of its own (the recorder keeps distinct notes apart).
 func (e *Executor) driftEvent(ctx context.Context, w *workv1alpha1.Work, eventType, reason, msg string) {
 	log := ctrl.LoggerFrom(ctx)
 	log.Info("Drift", "reason", reason, "message", msg)
 	if e.Recorder == nil {
 		return
 	}
-	msg = truncate(msg, 1024)
 	b := workv1alpha1.NewBinding(w.Labels[workv1alpha1.BindingNamespaceLabel], w.Labels[workv1alpha1.BindingNameLabel])
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
 		return
 	}
-	gvk := workv1alpha1.BindingGVK(b)
 	r := b.BindingSpec().Resource
-	for _, regarding := range []corev1.ObjectReference{
-		{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: b.GetNamespace(), Name: b.GetName(), UID: b.GetUID()},
-		{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: types.UID(r.UID)},
-	} {
-		e.distinctEvent(ctx, regarding, eventType, reason, msg)
-	}
-}
-
-// distinctEvent writes one event per finding. The event recorder folds events of one object
-// with the same reason into a series that keeps the first one's note, so a correction in
-// another cluster, or of other fields, would read as the first one again.
-func (e *Executor) distinctEvent(ctx context.Context, regarding corev1.ObjectReference, eventType, reason, note string) {
-	ns := regarding.Namespace
-	if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
-	now := metav1.NowMicro()
-	ev := &eventsv1.Event{
-		// Named as the event recorder names them: the object's name and the time.
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", regarding.Name, now.UnixNano()), Namespace: ns},
-		EventTime:  now, ReportingController: "flotilla.dev/executor", ReportingInstance: "flotilla-executor",
-		Action: "Drift", Reason: reason, Regarding: regarding, Note: note, Type: eventType,
-	}
-	if err := e.Client.Create(ctx, ev); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Writing a drift event", "regarding", regarding.Kind+" "+regarding.Namespace+"/"+regarding.Name)
-	}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetAPIVersion(r.APIVersion)
+	tmpl.SetKind(r.Kind)
+	tmpl.SetNamespace(r.Namespace)
+	tmpl.SetName(r.Name)
+	tmpl.SetUID(types.UID(r.UID))
+	e.Recorder.Eventf(b, nil, eventType, reason, "Drift", "%s", msg)
+	e.Recorder.Eventf(tmpl, nil, eventType, reason, "Drift", "%s", msg)
 }
 
 // checkEveryWork is the safety net under the member events: every interval each Work is

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,6 +198,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	recorders := map[string]*kube.DistinctRecorder{}
+	recorder := func(name string) events.EventRecorder {
+		if r, ok := recorders[name]; ok {
+			return r
+		}
+		r := kube.NewDistinctRecorder(mgr.GetClient(), mgr.GetScheme(), name)
+		recorders[name] = r
+		if err := mgr.Add(r); err != nil { // fails only once the manager runs, not here
+			ctrl.Log.Error(err, "Adding the event recorder", "controller", name)
+		}
+		return r
+	}
 	members := clustercache.New(o.Probe)
 	luavm.SetProcessLimits(o.Lua)
 	interpreters := interpret.NewRegistry(luavm.Limits{MaxMemory: o.LuaCallMemory})
@@ -204,21 +217,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if err := (&customization.Controller{Client: mgr.GetClient(), Registry: interpreters,
-		Recorder: mgr.GetEventRecorder("flotilla-customization")}).SetupWithManager(mgr); err != nil {
+		Recorder: recorder("flotilla-customization")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the customization controller: %w", err)
 	}
 	if err := (&cluster.Reconciler{
 		Client:           mgr.GetClient(),
 		Cache:            members,
-		Recorder:         mgr.GetEventRecorder("flotilla-cluster-controller"),
+		Recorder:         recorder("flotilla-cluster-controller"),
 		AllowExecPlugins: o.AllowExecPlugins,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
-	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-detector")}).SetupWithManager(mgr); err != nil {
+	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters, Recorder: recorder("flotilla-detector")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the detector: %w", err)
 	}
-	if err := (&team.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-team")}).SetupWithManager(mgr); err != nil {
+	if err := (&team.Controller{Client: mgr.GetClient(), Recorder: recorder("flotilla-team")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the team controller: %w", err)
 	}
 	if err := detector.SetupUnplaced(mgr); err != nil {
@@ -227,32 +240,32 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := detector.IndexBindingsByPolicy(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("indexing bindings by policy: %w", err)
 	}
-	sched := &scheduler.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-scheduler"), Interpreters: interpreters}
+	sched := &scheduler.Controller{Client: mgr.GetClient(), Recorder: recorder("flotilla-scheduler"), Interpreters: interpreters}
 	if err := sched.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
-	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: mgr.GetEventRecorder("flotilla-binding"),
+	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: recorder("flotilla-binding"),
 		PodSecurityLevel: o.PodSecurityLevel, PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
-	if err := (&binding.Failover{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-failover")}).SetupWithManager(mgr); err != nil {
+	if err := (&binding.Failover{Client: mgr.GetClient(), Recorder: recorder("flotilla-failover")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the failover of bindings: %w", err)
 	}
 	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members, Interpreters: interpreters,
-		Recorder: mgr.GetEventRecorder("flotilla-executor"), DriftCheckInterval: o.DriftCheckInterval}).SetupWithManager(mgr); err != nil {
+		Recorder: recorder("flotilla-executor"), DriftCheckInterval: o.DriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}
-	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-release"), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
+	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: recorder("flotilla-release"), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release recorder: %w", err)
 	}
-	if err := (&release.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
+	if err := (&release.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
-	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: mgr.GetEventRecorder("flotilla-analysis"),
+	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: recorder("flotilla-analysis"),
 		Egress: analysis.NewEgress(o.Analysis.AllowCIDRs), PodSecurity: o.Analysis.PodSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the analysis controller: %w", err)
 	}
-	if err := (&failover.TaintController{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-failover"),
+	if err := (&failover.TaintController{Client: mgr.GetClient(), Recorder: recorder("flotilla-failover"),
 		GracePeriod: o.FailoverGracePeriod}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the failover controller: %w", err)
 	}
@@ -287,11 +300,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return err
 		}
 	}
-	apps.Client, apps.Mapper, apps.Recorder = mgr.GetClient(), mgr.GetRESTMapper(), mgr.GetEventRecorder("flotilla-application")
+	apps.Client, apps.Mapper, apps.Recorder = mgr.GetClient(), mgr.GetRESTMapper(), recorder("flotilla-application")
 	if err := apps.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the application controller: %w", err)
 	}
-	if err := (&targeting.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-targeting")}).SetupWithManager(mgr); err != nil {
+	if err := (&targeting.Controller{Client: mgr.GetClient(), Recorder: recorder("flotilla-targeting")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the targeting controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
