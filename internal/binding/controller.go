@@ -6,8 +6,16 @@
 // the binding's gracefulEvictionTasks (besides the scheduler opening them) and failedClusters.
 //
 // It owns Works' spec and the binding's status; it never talks to members (the executor
-// does) and never chooses clusters (the scheduler does). A Work is rewritten only when its
-// rendered manifests change; statuses are written only when they change. A binding being
+// does) and never chooses clusters (the scheduler does). Works are not stored in the control
+// plane: they live in the controller-manager's memory (package workstore), which saves the two
+// control-plane writes per member object a stored Work costs (its create and its status) and
+// keeps etcd free of one rendered copy per binding per cluster. What must outlive a restart
+// is in the binding's status: each cluster's lastApplied record (manifests hash, objects,
+// replicas). After a restart the first Work of each binding and cluster starts from it, so
+// nothing unchanged is applied again, and a cluster the record names that is no longer placed
+// (or a binding deleted meanwhile) gets a Work made from the record and deleted at once, so its
+// objects are removed or handed back as the deletion policy says. A Work is rewritten only when
+// its rendered manifests change; statuses are written only when they change. A binding being
 // deleted keeps its finalizer until every Work is gone, so member objects are removed (or
 // orphaned, as the policy says) before the binding disappears.
 package binding
@@ -58,6 +66,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
 // Finalizer holds a binding until its Works are gone.
@@ -110,10 +119,19 @@ type writtenWork struct {
 
 // Controller reconciles bindings into Works and statuses.
 type Controller struct {
+	// Client reads and writes Works in Works, everything else in the control plane.
 	Client client.Client
+	// Works holds the Works, in this process's memory.
+	Works *workstore.Store
 	// written holds the generation of each Work this controller last wrote, until the cache
 	// shows it: judging or rewriting a Work from an older cached copy would undo the write.
 	written sync.Map
+	// hadWork holds the binding/cluster pairs that had a Work in this process: only the
+	// others are seeded from the binding's lastApplied record (after a restart).
+	hadWork sync.Map
+	// started is when this process began; leftovers are buried only once every binding had
+	// its Works written again (see buryLeftovers).
+	started time.Time
 	// Reader reads dependencies uncached: no informer for kinds only ever read as dependencies.
 	Reader client.Reader
 	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
@@ -133,6 +151,7 @@ type Controller struct {
 
 // SetupWithManager registers the controller.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	c.started = time.Now()
 	b := ctrl.NewControllerManagedBy(mgr).Named("binding")
 	if c.Interpreters != nil {
 		// A kind's customization changing renders and aggregates its bindings again.
@@ -158,7 +177,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		// A workload's traffic split changing renders its Services and routes again.
 		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(c.routeBindings)).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
-		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(statusSettle)).
+		WatchesRawSource(c.Works.Source(enqueueBindingAfter(statusSettle))).
 		Watches(&rolloutv1alpha1.Release{}, handler.EnqueueRequestsFromMapFunc(releaseBinding), builder.WithPredicates(releasePhaseChanged)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(c.allBindings)).
@@ -382,6 +401,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			c.written.Delete(key) // caught up, or a new Work of that name
 		}
 	}
+	if buried, wait, err := c.buryLeftovers(ctx, b, works); err != nil {
+		return ctrl.Result{}, err
+	} else if buried || wait > 0 {
+		return ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
+	}
 	if !b.GetDeletionTimestamp().IsZero() {
 		return c.finalize(ctx, b, works)
 	}
@@ -430,6 +454,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i := range works {
 		w := &works[i]
 		cluster := w.Labels[workv1alpha1.ClusterLabel]
+		c.hadWork.Store(workKey(b, cluster), true)
 		if _, ok := targets[cluster]; !ok {
 			if task, evicting := bs.EvictionFor(cluster); evicting && task.PurgeMode != workv1alpha1.PurgeImmediately {
 				continue // the old placement stays until its replacement is available
@@ -607,6 +632,12 @@ func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, 
 // forgetWrites drops the write expectations of a binding's Works.
 func (c *Controller) forgetWrites(b workv1alpha1.Binding) {
 	name := WorkName(b)
+	c.hadWork.Range(func(k, _ any) bool {
+		if strings.HasSuffix(k.(string), "/"+name) {
+			c.hadWork.Delete(k)
+		}
+		return true
+	})
 	c.written.Range(func(k, _ any) bool {
 		if k.(client.ObjectKey).Name == name {
 			c.written.Delete(k)
@@ -802,6 +833,15 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		}
 		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating work %s/%s: %w", ns, name, err)
+		}
+		// Only a first Work since the start is seeded: after one this process deleted (handed
+		// back, removed) the record no longer says what the member has.
+		_, had := c.hadWork.LoadOrStore(workKey(b, t.Name), true)
+		if st, ok := seededStatus(b, t.Name, w.Generation); ok && !had {
+			w.Status = st
+			if err := c.Client.Status().Update(ctx, w); err != nil {
+				return false, fmt.Errorf("seeding work %s/%s: %w", ns, name, err)
+			}
 		}
 		c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 		return true, nil
@@ -1013,6 +1053,9 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 					cs.Message = ic.Message
 				}
 			}
+			if w.Status.AppliedHash != "" {
+				cs.LastApplied = lastApplied(w)
+			}
 			cs.Drift = w.Status.Drift.DeepCopy()
 			if dc := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionDrifted); dc != nil && dc.Status == metav1.ConditionTrue {
 				drifted = append(drifted, dc.Message)
@@ -1028,6 +1071,11 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 						Revision: cs.Revision, Observed: observed, Current: ro.current(b, cs, observed)})
 				}
 			}
+		}
+		if _, had := c.hadWork.Load(workKey(b, t.Name)); cs.LastApplied == nil && !had {
+			// This process has had no Work there yet (it just started): what the member
+			// last got stays on record until one reports.
+			cs.LastApplied = previousApplied(b, t.Name)
 		}
 		if msg, bad := renderErrors[t.Name]; bad {
 			cs.Applied, cs.Message = false, msg
@@ -1215,4 +1263,112 @@ func normalize(m map[string]any) any {
 	var out any
 	_ = json.Unmarshal(data, &out)
 	return out
+}
+
+// lastApplied is the record of what a Work applied, its objects without their health.
+func lastApplied(w *workv1alpha1.Work) *workv1alpha1.LastApplied {
+	la := &workv1alpha1.LastApplied{Hash: w.Status.AppliedHash}
+	if u := execute.RenderedTemplate(w); u != nil && execute.AppliedThisSpec(w) {
+		if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil {
+			la.Replicas = &n
+		}
+	}
+	for _, o := range w.Status.Objects {
+		la.Objects = append(la.Objects, workv1alpha1.AppliedObject{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
+	}
+	return la
+}
+
+// leftoverWarmup is how long after a start the Works of every binding are taken to be
+// written again; before, a dependency another workload shares could look unused.
+const leftoverWarmup = 30 * time.Second
+
+// buryLeftovers finishes, after a restart, what the last process could not: a cluster whose
+// lastApplied record says it got objects, that has no Work and is no longer placed (or the
+// binding is going), gets a Work made from the record and deleted at once, so the executor
+// removes or hands back those objects as the deletion policy says. It says whether it buried
+// any, or how long to wait before it may.
+func (c *Controller) buryLeftovers(ctx context.Context, b workv1alpha1.Binding, works []workv1alpha1.Work) (bool, time.Duration, error) {
+	bs := b.BindingSpec()
+	deleting := !b.GetDeletionTimestamp().IsZero()
+	has := map[string]bool{}
+	for i := range works {
+		has[works[i].Labels[workv1alpha1.ClusterLabel]] = true
+	}
+	buried := false
+	for _, cs := range b.BindingStatus().Clusters {
+		if cs.LastApplied == nil || len(cs.LastApplied.Objects) == 0 || has[cs.Cluster] {
+			continue
+		}
+		if _, had := c.hadWork.Load(workKey(b, cs.Cluster)); had {
+			continue
+		}
+		placed := slices.ContainsFunc(bs.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cs.Cluster })
+		unmanaged := slices.Contains(bs.UnmanagedClusters, cs.Cluster)
+		if placed && !unmanaged && !deleting {
+			continue // its Work is written again below
+		}
+		if wait := leftoverWarmup - time.Since(c.started); wait > 0 {
+			return false, wait, nil
+		}
+		policy := bs.DeletionPolicy
+		if unmanaged {
+			policy = workv1alpha1.DeletionRelease
+		}
+		w := &workv1alpha1.Work{
+			ObjectMeta: metav1.ObjectMeta{Namespace: execute.ExecutionNamespacePrefix + cs.Cluster, Name: WorkName(b), Finalizers: []string{execute.Finalizer},
+				Labels: map[string]string{workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(), workv1alpha1.ClusterLabel: cs.Cluster}},
+			Spec: workv1alpha1.WorkSpec{DeletionPolicy: policy},
+		}
+		for _, o := range cs.LastApplied.Objects {
+			raw, err := json.Marshal(map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "metadata": map[string]any{"name": o.Name, "namespace": o.Namespace}})
+			if err != nil {
+				return false, 0, err
+			}
+			w.Spec.Manifests = append(w.Spec.Manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+		}
+		c.hadWork.Store(workKey(b, cs.Cluster), true)
+		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, 0, err
+		}
+		if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			return false, 0, err
+		}
+		buried = true
+	}
+	return buried, 0, nil
+}
+
+// workKey names a binding's Work in one cluster.
+func workKey(b workv1alpha1.Binding, cluster string) string {
+	return cluster + "/" + WorkName(b)
+}
+
+// previousApplied is a cluster's record of what it last got, from the binding's status.
+func previousApplied(b workv1alpha1.Binding, cluster string) *workv1alpha1.LastApplied {
+	for _, cs := range b.BindingStatus().Clusters {
+		if cs.Cluster == cluster && cs.LastApplied != nil {
+			return cs.LastApplied.DeepCopy()
+		}
+	}
+	return nil
+}
+
+// seededStatus is what a Work created after a restart starts from: what its cluster last
+// reported, so that an unchanged render is not applied again and the binding's status does
+// not flap while the executor looks again.
+func seededStatus(b workv1alpha1.Binding, cluster string, generation int64) (workv1alpha1.WorkStatus, bool) {
+	for _, cs := range b.BindingStatus().Clusters {
+		if cs.Cluster != cluster || cs.LastApplied == nil {
+			continue
+		}
+		st := workv1alpha1.WorkStatus{AppliedHash: cs.LastApplied.Hash, Health: cs.Health, ManifestStatus: cs.Status, Drift: cs.Drift.DeepCopy()}
+		st.Objects = append(st.Objects, cs.LastApplied.Objects...)
+		if cs.Applied {
+			st.Conditions = []metav1.Condition{{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied",
+				Message: "applied before the controller-manager restarted", ObservedGeneration: generation, LastTransitionTime: metav1.Now()}}
+		}
+		return st, true
+	}
+	return workv1alpha1.WorkStatus{}, false
 }

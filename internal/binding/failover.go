@@ -23,6 +23,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/failover"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
 // clusterState adds what the cluster itself says to a cluster's status: lost when it is not
@@ -58,7 +59,10 @@ func (c *Controller) clusterState(ctx context.Context, b workv1alpha1.Binding, c
 // opens for cluster failover) and spec.failedClusters, and events; it reads the binding's
 // status (written by the binding controller), the Works and the Clusters.
 type Failover struct {
-	Client   client.Client
+	// Client reads Works in Works, everything else in the control plane.
+	Client client.Client
+	// Works holds the Works, in this process's memory.
+	Works    *workstore.Store
 	Recorder events.EventRecorder
 	// Clock tells the time of tolerations and grace periods; the real clock when nil.
 	Clock clock.PassiveClock
@@ -73,7 +77,7 @@ func (c *Failover) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("binding-failover").
 		For(&workv1alpha1.ResourceBinding{}).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, &handler.EnqueueRequestForObject{}).
-		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(releasedStatusSettle)).
+		WatchesRawSource(c.Works.Source(enqueueBindingAfter(releasedStatusSettle))).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.evicting), builder.WithPredicates(readinessChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(c)

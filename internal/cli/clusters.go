@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -169,6 +171,9 @@ func newGetCommand(g *globals) *cobra.Command {
 			if len(args) == 2 {
 				name = args[1]
 			}
+			if res.kind == "Work" {
+				return printWorks(cmd.Context(), g, namespace, name, output)
+			}
 			switch output {
 			case "", "wide":
 				if name != "" {
@@ -183,8 +188,66 @@ func newGetCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json, yaml or name")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of bindings, works or teams (default: all namespaces)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of bindings, teams, or the bindings of works (default: all namespaces)")
 	return cmd
+}
+
+// printWorks lists the Works, one per binding and cluster, from the bindings' status: Works
+// live in the controller-manager's memory, and each binding reports its clusters.
+func printWorks(ctx context.Context, g *globals, namespace, name, output string) error {
+	if output != "" && output != "wide" {
+		return fmt.Errorf("-o %s: Works live in the controller-manager's memory, not in the API; `flotilla get bindings -o %s` shows each cluster's status", output, output)
+	}
+	c, err := g.controlPlaneClient()
+	if err != nil {
+		return err
+	}
+	var bindings []workv1alpha1.Binding
+	rbs := &workv1alpha1.ResourceBindingList{}
+	if err := c.List(ctx, rbs, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing bindings: %w", err)
+	}
+	for i := range rbs.Items {
+		bindings = append(bindings, &rbs.Items[i])
+	}
+	if namespace == "" {
+		crbs := &workv1alpha1.ClusterResourceBindingList{}
+		if err := c.List(ctx, crbs); err != nil && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("listing cluster bindings: %w", err)
+		}
+		for i := range crbs.Items {
+			bindings = append(bindings, &crbs.Items[i])
+		}
+	}
+	tw := tabwriter.NewWriter(g.streams.Out, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tCLUSTER\tAPPLIED\tHEALTH\tBINDING")
+	rows := 0
+	for _, b := range bindings {
+		work := workv1alpha1.WorkName(b.GetNamespace(), b.GetName())
+		if name != "" && name != work {
+			continue
+		}
+		ref := b.GetName()
+		if b.GetNamespace() != "" {
+			ref = b.GetNamespace() + "/" + ref
+		}
+		for _, cs := range b.BindingStatus().Clusters {
+			if cs.LastApplied == nil && !cs.Applied && cs.Message == "" {
+				continue // no Work there yet
+			}
+			applied := "False"
+			if cs.Applied {
+				applied = "True"
+			}
+			fmt.Fprintf(tw, "flotilla-es-%s\t%s\t%s\t%s\t%s\t%s\n", cs.Cluster, work, cs.Cluster, applied, orDash(string(cs.Health)), ref)
+			rows++
+		}
+	}
+	if rows == 0 {
+		fmt.Fprintln(g.streams.Out, "No works found.")
+		return nil
+	}
+	return tw.Flush()
 }
 
 // printClusterTable prints the clusters as kubectl does.

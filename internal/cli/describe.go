@@ -172,7 +172,7 @@ func describeBinding(ctx context.Context, c client.Client, out io.Writer, bindin
 			fmt.Fprintf(tw, "  %s\t%d\t-\t-\t%s\t-\n", t.Name, t.Replicas, sync)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%s\t%s\n", t.Name, renderedReplicas(ctx, c, binding, t), s.Applied, orDash(string(s.Health)), sync, orDash(s.Message))
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%s\t%s\n", t.Name, renderedReplicas(s, t), s.Applied, orDash(string(s.Health)), sync, orDash(s.Message))
 	}
 	for _, t := range b.Spec.GracefulEvictionTasks {
 		fmt.Fprintf(tw, "  %s\t%d\t-\t-\tevicting (%s, purge %s)\t%s\n", t.Cluster, t.Replicas, t.Reason, t.PurgeMode, t.Message)
@@ -251,16 +251,10 @@ type adoption struct {
 // readAdoption returns the adoption in progress or stopped, nil when the template has a stable
 // revision (adopted, or never staged).
 // renderedReplicas is what the cluster is given: the scheduler's share, or what an override
-// made of it, read from the cluster's Work (which team users may not read: then the share).
-func renderedReplicas(ctx context.Context, c client.Client, b workv1alpha1.Binding, t workv1alpha1.TargetCluster) string {
-	w := &workv1alpha1.Work{}
-	key := client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + t.Name, Name: workv1alpha1.WorkName(b.GetNamespace(), b.GetName())}
-	if c.Get(ctx, key, w) == nil {
-		if u := execute.RenderedTemplate(w); u != nil {
-			if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n != int64(t.Replicas) {
-				return fmt.Sprintf("%d (override; scheduled %d)", n, t.Replicas)
-			}
-		}
+// made of it, as last applied there.
+func renderedReplicas(s workv1alpha1.ClusterStatus, t workv1alpha1.TargetCluster) string {
+	if s.LastApplied != nil && s.LastApplied.Replicas != nil && *s.LastApplied.Replicas != int64(t.Replicas) {
+		return fmt.Sprintf("%d (override; scheduled %d)", *s.LastApplied.Replicas, t.Replicas)
 	}
 	return strconv.Itoa(int(t.Replicas))
 }
@@ -276,25 +270,22 @@ func readAdoption(ctx context.Context, c client.Client, b workv1alpha1.Binding) 
 	} else if err != nil {
 		return nil, err
 	}
-	works := &workv1alpha1.WorkList{}
-	if err := c.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName()}); err != nil {
-		return nil, err
-	}
-	work := map[string]*workv1alpha1.Work{}
-	for i := range works.Items {
-		work[works.Items[i].Labels[workv1alpha1.ClusterLabel]] = &works.Items[i]
+	// A cluster whose status keeps a lastApplied record has a Work (in the controller-manager)
+	// that applied there.
+	managed := map[string]bool{}
+	for _, cs := range b.BindingStatus().Clusters {
+		managed[cs.Cluster] = cs.LastApplied != nil
 	}
 	stopped := a.release != nil && (a.release.Status.Phase == rolloutv1alpha1.ReleaseAborted || a.release.Status.Phase == rolloutv1alpha1.ReleaseRolledBack)
 	for _, t := range b.BindingSpec().Clusters {
-		w := work[t.Name]
 		pinned := revs.RevisionFor(t.Name) != 0
 		var st string
 		switch {
-		case pinned && w != nil && w.DeletionTimestamp.IsZero():
+		case pinned && managed[t.Name]:
 			st = adoptionAdopted
 		case pinned:
 			st = adoptionAdopting
-		case w != nil:
+		case managed[t.Name]:
 			st = adoptionHandingBack // its Work goes with the release policy: the object stays
 		case stopped && slices.Contains(a.release.Status.UpdatedClusters, t.Name):
 			st = adoptionHandedBack

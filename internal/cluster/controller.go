@@ -271,6 +271,16 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 		return ctrl.Result{}, err
 	}
 	if len(works.Items) > 0 {
+		// Works are in memory: the count left is told on the Cluster for `flotilla cluster unjoin`.
+		msg := fmt.Sprintf("%d Works left to drain", len(works.Items))
+		if c := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionDraining); c == nil || c.Message != msg {
+			patch := client.MergeFrom(cl.DeepCopy())
+			meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionDraining, Status: metav1.ConditionTrue,
+				Reason: clusterv1alpha1.ReasonDraining, Message: msg, ObservedGeneration: cl.Generation})
+			if err := r.Client.Status().Patch(ctx, cl, patch); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(err)
+			}
+		}
 		for i := range works.Items {
 			if w := &works.Items[i]; w.DeletionTimestamp.IsZero() {
 				if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
 // kubeconfigFor is an inline-credentials kubeconfig of an envtest API server.
@@ -59,11 +60,14 @@ func TestClusterLifecycleOnRealAPIServers(t *testing.T) {
 	cfg, c := testenv.Start(t)
 	memberCfg, member := testenv.Start(t)
 	members := clustercache.New(clustercache.Options{ProbePeriod: time.Second, ProbeTimeout: 2 * time.Second, FailureThreshold: 3})
+	store := workstore.New()
+	var withWorks client.Client
 	testenv.Manager(t, cfg, func(mgr ctrl.Manager) error {
-		if err := (&Reconciler{Client: mgr.GetClient(), Cache: members}).SetupWithManager(mgr); err != nil {
+		withWorks = store.Client(mgr.GetClient())
+		if err := (&Reconciler{Client: withWorks, Cache: members}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&execute.Executor{Client: mgr.GetClient(), Members: members}).SetupWithManager(mgr)
+		return (&execute.Executor{Client: withWorks, Works: store, Members: members}).SetupWithManager(mgr)
 	})
 	for _, ns := range []string{kube.SystemNamespace, execute.ExecutionNamespacePrefix + "m1"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -91,7 +95,7 @@ func TestClusterLifecycleOnRealAPIServers(t *testing.T) {
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: execute.ExecutionNamespacePrefix + "m1", Name: "default-probe-configmap",
 		Labels: map[string]string{workv1alpha1.ClusterLabel: "m1", workv1alpha1.BindingNamespaceLabel: "default", workv1alpha1.BindingNameLabel: "probe-configmap"}},
 		Spec: workv1alpha1.WorkSpec{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}
-	if err := c.Create(ctx, w); err != nil {
+	if err := withWorks.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	inMember := func() error { return member.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }
@@ -104,7 +108,7 @@ func TestClusterLifecycleOnRealAPIServers(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "m1"}, &clusterv1alpha1.Cluster{}))
 	})
 	works := &workv1alpha1.WorkList{}
-	if err := c.List(ctx, works, client.InNamespace(execute.ExecutionNamespacePrefix+"m1")); err != nil || len(works.Items) != 0 {
+	if err := withWorks.List(ctx, works, client.InNamespace(execute.ExecutionNamespacePrefix+"m1")); err != nil || len(works.Items) != 0 {
 		t.Errorf("Works left after the Cluster went: %d (%v)", len(works.Items), err)
 	}
 	ns := &corev1.Namespace{}

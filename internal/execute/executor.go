@@ -1,8 +1,10 @@
 // Package execute applies Works to their member clusters and reports what the members show.
-// Every member call goes through the clustercache; objects are written with server-side
-// apply and the field manager `flotilla`. A Work whose manifests hash to what was last applied
-// is not applied again; the member objects are watched (only those Flotilla manages) and
-// their status flows back into the Work's status, written only when it changes.
+// Works live in the controller-manager's memory (package workstore), so their status costs
+// no control-plane write; the binding controller carries what matters into the binding's
+// status. Every member call goes through the clustercache; objects are written with
+// server-side apply and the field manager `flotilla`. A Work whose manifests hash to what was
+// last applied is not applied again; the member objects are watched (only those Flotilla
+// manages) and their status flows back into the Work's status.
 //
 // An existing member object that Flotilla does not manage is left untouched under Abort (the
 // Work says so) and adopted under Overwrite; adoption applies the same spec, so nothing
@@ -61,6 +63,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
 // Finalizer holds a Work until its member objects are removed (or orphaned).
@@ -88,7 +91,10 @@ const releasedStatusSettle = 100 * time.Millisecond
 
 // Executor reconciles Works.
 type Executor struct {
-	Client  client.Client
+	// Client reads and writes Works in Works, everything else in the control plane.
+	Client client.Client
+	// Works holds the Works, in this process's memory.
+	Works   *workstore.Store
 	Members *clustercache.Cache
 	// Interpreters answers what a kind means; nil serves the built-in interpreters only.
 	Interpreters *interpret.Registry
@@ -156,7 +162,7 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.TypedChannel(e.Interpreters.Subscribe(), handler.TypedEnqueueRequestsFromMapFunc(e.worksOfKind)))
 	}
 	return b.
-		For(&workv1alpha1.Work{}, builder.WithPredicates(inExecutionNamespace, predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(e.Works.Source(&handler.EnqueueRequestForObject{}, inExecutionNamespace, predicate.GenerationChangedPredicate{})).
 		// A member that is reachable again gets its waiting Works (and pending deletions of
 		// stale placements) at once, not at their next retry.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(e.worksOfCluster), builder.WithPredicates(becameReady)).
@@ -257,7 +263,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			// runs there stays, and the event says so.
 			log.Info("Cluster unjoined but not reachable; its objects are left in place", "deletionPolicy", clusterPolicy)
 			if e.Recorder != nil {
-				e.Recorder.Eventf(w, nil, corev1.EventTypeWarning, "LeftInPlace", "Unjoin",
+				e.Recorder.Eventf(&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, nil, corev1.EventTypeWarning, "LeftInPlace", "Unjoin",
 					"cluster %s does not answer: its objects are left in place instead of %s", cluster, clusterPolicy)
 			}
 		case policy == workv1alpha1.DeletionRelease && !connected:

@@ -50,6 +50,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
 // Outcomes of a record.
@@ -77,7 +78,10 @@ const (
 
 // Historian records binding changes.
 type Historian struct {
+	// Client reads Works in Works, everything else in the control plane.
 	Client client.Client
+	// Works holds the Works, in the controller-manager's memory.
+	Works  *workstore.Store
 	Reader client.Reader
 	Store  history.Store
 	Clock  clock.PassiveClock
@@ -148,7 +152,7 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("historian").
 		For(&workv1alpha1.ResourceBinding{}).
-		Watches(&workv1alpha1.Work{}, bindingOfWork(true)).
+		WatchesRawSource(h.Works.Source(bindingOfWork(true))).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			return h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req)
 		})); err != nil {
@@ -156,7 +160,7 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("historian-cluster").
 		For(&workv1alpha1.ClusterResourceBinding{}).
-		Watches(&workv1alpha1.Work{}, bindingOfWork(false)).
+		WatchesRawSource(h.Works.Source(bindingOfWork(false))).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			return h.reconcile(ctx, &workv1alpha1.ClusterResourceBinding{}, req)
 		})); err != nil {

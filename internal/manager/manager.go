@@ -47,6 +47,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
 	"github.com/flotilla-dev/flotilla/internal/team"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
 // Options configure the controller-manager.
@@ -211,6 +212,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return r
 	}
 	members := clustercache.New(o.Probe)
+	// Works live in this process's memory (see package workstore); the controllers that
+	// render, apply and read them reach them through this client.
+	works := workstore.New()
+	withWorks := works.Client(mgr.GetClient())
 	luavm.SetProcessLimits(o.Lua)
 	interpreters := interpret.NewRegistry(luavm.Limits{MaxMemory: o.LuaCallMemory})
 	if err := customization.Load(ctx, mgr.GetAPIReader(), interpreters); err != nil {
@@ -221,7 +226,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("setting up the customization controller: %w", err)
 	}
 	if err := (&cluster.Reconciler{
-		Client:           mgr.GetClient(),
+		Client:           withWorks,
 		Cache:            members,
 		Recorder:         recorder("flotilla-cluster-controller"),
 		AllowExecPlugins: o.AllowExecPlugins,
@@ -244,21 +249,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := sched.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
-	if err := (&binding.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: recorder("flotilla-binding"),
+	if err := (&binding.Controller{Client: withWorks, Works: works, Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: recorder("flotilla-binding"),
 		PodSecurityLevel: o.PodSecurityLevel, PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
-	if err := (&binding.Failover{Client: mgr.GetClient(), Recorder: recorder("flotilla-failover")}).SetupWithManager(mgr); err != nil {
+	if err := (&binding.Failover{Client: withWorks, Works: works, Recorder: recorder("flotilla-failover")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the failover of bindings: %w", err)
 	}
-	if err := (&execute.Executor{Client: mgr.GetClient(), Members: members, Interpreters: interpreters,
+	if err := (&execute.Executor{Client: withWorks, Works: works, Members: members, Interpreters: interpreters,
 		Recorder: recorder("flotilla-executor"), DriftCheckInterval: o.DriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}
 	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: recorder("flotilla-release"), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release recorder: %w", err)
 	}
-	if err := (&release.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
+	if err := (&release.Controller{Client: withWorks, Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
 	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: recorder("flotilla-analysis"),
@@ -283,7 +288,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	defer store.Close()
 	go historian.Retain(ctx, store, o.HistoryRetention, o.HistoryMaxRecords, 10*time.Minute, ctrl.Log.WithName("history"))
 	var writers *audit.Log
-	hist := &historian.Historian{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Store: store}
+	hist := &historian.Historian{Client: withWorks, Works: works, Reader: mgr.GetAPIReader(), Store: store}
 	if o.Inventory.Address != "" && len(o.Inventory.AuditClientNames) > 0 {
 		writers = audit.NewLog(100_000)
 		hist.Writers = writers
@@ -292,7 +297,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("setting up the historian: %w", err)
 	}
 	if o.Inventory.Address != "" {
-		srv, err := o.Inventory.server(cfg, mgr.GetClient(), mgr.GetCache(), store, sched, writers)
+		srv, err := o.Inventory.server(cfg, withWorks, mgr.GetCache(), store, sched, writers)
 		if err != nil {
 			return err
 		}

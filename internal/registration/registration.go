@@ -31,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
@@ -323,21 +322,26 @@ func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) 
 	if o.Wait > 0 {
 		// The controller-manager drains the cluster's Works first (the finalizer holds it).
 		deadline := time.Now().Add(o.Wait)
-		said := -1
+		said := ""
 		for {
 			err := c.Get(ctx, client.ObjectKey{Name: name}, &clusterv1alpha1.Cluster{})
 			if apierrors.IsNotFound(err) {
 				break
 			}
-			works := &workv1alpha1.WorkList{}
-			if err := c.List(ctx, works, client.InNamespace("flotilla-es-"+name)); err == nil && len(works.Items) != said {
-				said = len(works.Items)
-				if o.Progress != nil {
-					fmt.Fprintf(o.Progress, "cluster/%s: %d Works left to drain\n", name, said)
+			// The controller-manager drains the Works in its memory and counts them on the Cluster.
+			left := "its Works"
+			cur := &clusterv1alpha1.Cluster{}
+			if c.Get(ctx, client.ObjectKey{Name: name}, cur) == nil {
+				if d := meta.FindStatusCondition(cur.Status.Conditions, clusterv1alpha1.ConditionDraining); d != nil {
+					left = d.Message
+					if left != said && o.Progress != nil {
+						fmt.Fprintf(o.Progress, "cluster/%s: %s\n", name, left)
+					}
+					said = left
 				}
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("cluster %q still has %d Works to drain after %s (is the controller-manager running? `kubectl get works -n flotilla-es-%s` shows them); it goes, and its credentials Secret with it, once they are gone", name, said, o.Wait, name)
+				return fmt.Errorf("cluster %q is still draining after %s (%s; is the controller-manager running? `kubectl get cluster %s -o yaml` shows its Draining condition); it goes, and its credentials Secret with it, once they are drained", name, o.Wait, left, name)
 			}
 			select {
 			case <-ctx.Done():

@@ -218,9 +218,20 @@ func TestJoinThenUnjoin(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(apierrors.IsNotFound(cp.Get(ctx, client.ObjectKey{Name: "east-again"}, &clusterv1alpha1.Cluster{}))).To(gomega.BeTrue())
 	g.Expect(apierrors.IsNotFound(cp.Get(ctx, secretKey, &corev1.Secret{}))).To(gomega.BeTrue())
-	works := &workv1alpha1.WorkList{}
-	g.Expect(cp.List(ctx, works, client.InNamespace(execNS.Name))).To(gomega.Succeed())
-	g.Expect(works.Items).To(gomega.BeEmpty(), "the cluster's Works are drained before it goes")
+	// Works live in the controller-manager; the binding tells whether one applies there.
+	appliedThere := func() bool {
+		b := &workv1alpha1.ResourceBinding{}
+		if cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe-configmap"}, b) != nil {
+			return false
+		}
+		for _, cs := range b.Status.Clusters {
+			if cs.Cluster == "east-again" && cs.Applied && cs.LastApplied != nil {
+				return true
+			}
+		}
+		return false
+	}
+	g.Eventually(appliedThere).Should(gomega.BeFalse(), "the cluster's Work is gone with it")
 	g.Eventually(func() bool { return apierrors.IsNotFound(cp.Get(ctx, execNS, &corev1.Namespace{})) }).Should(gomega.BeTrue(), "its execution namespace goes")
 	g.Expect(inMember()).To(gomega.Succeed(), "unjoin leaves the member's objects running by default")
 	g.Expect(readyStatus(t, "east")).To(gomega.Equal(metav1.ConditionTrue), "the member itself stays joined under its own name")
@@ -231,14 +242,7 @@ func TestJoinThenUnjoin(t *testing.T) {
 	// Joined again, it takes the object back; unjoined with --objects Delete, the object goes.
 	out, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
-	g.Eventually(func() int {
-		_ = cp.List(ctx, works, client.InNamespace(execNS.Name))
-		return len(works.Items)
-	}).Should(gomega.Equal(1))
-	g.Eventually(func() bool {
-		_ = cp.List(ctx, works, client.InNamespace(execNS.Name))
-		return len(works.Items) == 1 && meta.IsStatusConditionTrue(works.Items[0].Status.Conditions, workv1alpha1.ConditionApplied)
-	}).Should(gomega.BeTrue())
+	g.Eventually(appliedThere).Should(gomega.BeTrue())
 	out, err = flotilla("unjoin", "east-again", "--objects", "Delete", "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(apierrors.IsNotFound(inMember())).To(gomega.BeTrue(), "--objects Delete removes the member's objects before the cluster goes")

@@ -176,9 +176,11 @@ func TestPrivilegedWorkloadsOfANamespaceStayOutOfMembers(t *testing.T) {
 		gomega.ContainSubstring("hostPath volumes"),
 		gomega.ContainSubstring("--pod-security-exempt-namespaces")))
 	// and no Work was written for it, so no member has it.
-	works := &workv1alpha1.WorkList{}
-	g.Expect(cp.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingNamespaceLabel: "tw-alice", workv1alpha1.BindingNameLabel: bindingName})).To(gomega.Succeed())
-	g.Expect(works.Items).To(gomega.BeEmpty())
+	rb := &workv1alpha1.ResourceBinding{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: "tw-alice", Name: bindingName}, rb)).To(gomega.Succeed())
+	for _, cs := range rb.Status.Clusters {
+		g.Expect(cs.LastApplied).To(gomega.BeNil(), "nothing was applied in %s", cs.Cluster)
+	}
 	g.Expect(memberHas(t, "east", "tw-alice", "priv")).To(gomega.BeFalse())
 
 	// When a platform ClusterPropagationPolicy of higher priority selects it instead,

@@ -44,6 +44,11 @@ const (
 	ConditionShortNameUnique = "ShortNameUnique"
 	ReasonUnique             = "Unique"
 	ReasonDuplicate          = "Duplicate"
+
+	// ConditionDraining is set on an unjoined Cluster while its Works (in the
+	// controller-manager's memory) are drained; its message counts those left.
+	ConditionDraining = "Draining"
+	ReasonDraining    = "Draining"
 )
 
 // CredentialsSecretKey is the key, in the credentials Secret, of a kubeconfig for the member.

@@ -412,6 +412,29 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Status *runtime.RawExtension `json:"status,omitempty"`
+	// lastApplied is what the executor last applied in the member. Works live in the
+	// controller-manager's memory; after a restart this record keeps an unchanged render from
+	// being applied again (which would undo a change reported under driftCorrection Report)
+	// and lets what left the manifests meanwhile still be pruned.
+	// +optional
+	LastApplied *LastApplied `json:"lastApplied,omitempty"`
+}
+
+// LastApplied is what was last applied in one member.
+type LastApplied struct {
+	// hash of the manifests applied.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Hash string `json:"hash"`
+	// objects applied.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Objects []AppliedObject `json:"objects,omitempty"`
+	// replicas of the template as rendered for the cluster (an override may change the
+	// scheduler's share), when it has replicas.
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // ResourceBindingStatus is the aggregated view of the template across its clusters.
