@@ -703,6 +703,9 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
+	if w != nil {
+		name = w.Name // written under an earlier version's naming: its member objects point at it
+	}
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
 	if err != nil {
 		return false, &renderError{err}

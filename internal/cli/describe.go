@@ -22,6 +22,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
@@ -254,8 +255,7 @@ type adoption struct {
 // made of it, read from the cluster's Work (which team users may not read: then the share).
 func renderedReplicas(ctx context.Context, c client.Client, b workv1alpha1.Binding, t workv1alpha1.TargetCluster) string {
 	w := &workv1alpha1.Work{}
-	key := client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + t.Name, Name: workv1alpha1.WorkName(b.GetNamespace(), b.GetName())}
-	if c.Get(ctx, key, w) == nil {
+	if kube.GetWork(ctx, c, b.GetNamespace(), b.GetName(), t.Name, w) == nil {
 		if u := execute.RenderedTemplate(w); u != nil {
 			if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n != int64(t.Replicas) {
 				return fmt.Sprintf("%d (override; scheduled %d)", n, t.Replicas)
