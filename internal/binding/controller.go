@@ -323,7 +323,7 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 	}
 	sort.Slice(cops.Items, func(i, j int) bool { return cops.Items[i].Name < cops.Items[j].Name })
 	for _, p := range cops.Items {
-		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, false); ok {
+		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl); ok {
 			for _, r := range p.Spec.OverrideRules {
 				rules = append(rules, namedRule{"ClusterOverridePolicy " + p.Name, r})
 			}
@@ -335,7 +335,7 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 	}
 	sort.Slice(ops.Items, func(i, j int) bool { return ops.Items[i].Name < ops.Items[j].Name })
 	for _, p := range ops.Items {
-		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, true); ok {
+		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl); ok {
 			for _, r := range p.Spec.OverrideRules {
 				rules = append(rules, namedRule{"OverridePolicy " + p.Namespace + "/" + p.Name, r})
 			}
