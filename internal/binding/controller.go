@@ -342,7 +342,7 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 	}
 	sort.Slice(cops.Items, func(i, j int) bool { return cops.Items[i].Name < cops.Items[j].Name })
 	for _, p := range cops.Items {
-		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, false); ok {
+		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl); ok {
 			for _, r := range p.Spec.OverrideRules {
 				rules = append(rules, namedRule{"ClusterOverridePolicy " + p.Name, r})
 			}
@@ -354,7 +354,7 @@ func (c *Controller) overrideRules(ctx context.Context, tmpl *unstructured.Unstr
 	}
 	sort.Slice(ops.Items, func(i, j int) bool { return ops.Items[i].Name < ops.Items[j].Name })
 	for _, p := range ops.Items {
-		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, true); ok {
+		if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl); ok {
 			for _, r := range p.Spec.OverrideRules {
 				rules = append(rules, namedRule{"OverridePolicy " + p.Namespace + "/" + p.Name, r})
 			}
@@ -734,6 +734,9 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource, w *workv1alpha1.Work) (bool, error) {
 	ns := execute.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
+	if w != nil {
+		name = w.Name // written under an earlier version's naming: its member objects point at it
+	}
 	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
 	if err != nil {
 		return false, &renderError{err}

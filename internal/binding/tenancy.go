@@ -110,7 +110,7 @@ func (c *Controller) unplacedBy(ctx context.Context, b workv1alpha1.Binding, tmp
 	if err != nil {
 		return "", err
 	}
-	if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, false); !ok {
+	if _, ok := match.Resource(p.Spec.ResourceSelectors, tmpl); !ok {
 		return fmt.Sprintf("%s: spec.policyRef names ClusterPropagationPolicy %s, which does not select %s %s; nothing is written until the policy that selects it is named",
 			bindingRef(b), ref.Name, tmpl.GetKind(), qualified(tmpl.GetNamespace(), tmpl.GetName())), nil
 	}

@@ -388,7 +388,7 @@ func (d *Detector) bestPolicy(ctx context.Context, tmpl *unstructured.Unstructur
 	}
 	for i := range pps.Items {
 		p := &pps.Items[i]
-		if s, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, true); ok && p.DeletionTimestamp.IsZero() {
+		if s, ok := match.Resource(p.Spec.ResourceSelectors, tmpl); ok && p.DeletionTimestamp.IsZero() {
 			matches = append(matches, policyMatch{ref: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: p.Namespace, Name: p.Name},
 				spec: &p.Spec, priority: ptrOr(p.Spec.Priority), specificity: s, namespaced: true})
 		}
@@ -399,7 +399,7 @@ func (d *Detector) bestPolicy(ctx context.Context, tmpl *unstructured.Unstructur
 	}
 	for i := range cpps.Items {
 		p := &cpps.Items[i]
-		if s, ok := match.Resource(p.Spec.ResourceSelectors, tmpl, false); ok && p.DeletionTimestamp.IsZero() {
+		if s, ok := match.Resource(p.Spec.ResourceSelectors, tmpl); ok && p.DeletionTimestamp.IsZero() {
 			matches = append(matches, policyMatch{ref: workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: p.Name},
 				spec: &p.Spec, priority: ptrOr(p.Spec.Priority), specificity: s})
 		}

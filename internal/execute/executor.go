@@ -70,7 +70,7 @@ import (
 const Finalizer = "work.flotilla.dev/executor"
 
 // ExecutionNamespacePrefix starts the namespaces of the control plane that hold Works.
-const ExecutionNamespacePrefix = "flotilla-es-"
+const ExecutionNamespacePrefix = kube.ExecutionNamespacePrefix
 
 // PodSecurityLevelAnnotation on a Work is the Pod Security level its objects' namespace
 // enforces in the member when the executor creates that namespace. The binding controller sets

@@ -49,6 +49,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
@@ -438,8 +439,7 @@ type lazyContext struct {
 // nil otherwise (no Work, or a newer render not applied yet).
 func (l *lazyContext) applied(cluster string) *unstructured.Unstructured {
 	w := &workv1alpha1.Work{}
-	key := client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(l.b.GetNamespace(), l.b.GetName())}
-	if l.h.Client.Get(l.ctx, key, w) != nil || !execute.AppliedThisSpec(w) {
+	if kube.GetWork(l.ctx, l.h.Client, l.b.GetNamespace(), l.b.GetName(), cluster, w) != nil || !execute.AppliedThisSpec(w) {
 		return nil
 	}
 	return execute.RenderedTemplate(w)

@@ -40,6 +40,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
@@ -503,7 +504,7 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 // manifest: the revision the cluster runs, with the cluster's overrides), nil without a Work.
 func (s *Server) renderedImages(ctx context.Context, b *workv1alpha1.ResourceBinding, cluster string) []string {
 	w := &workv1alpha1.Work{}
-	if s.Client.Get(ctx, client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w) != nil {
+	if kube.GetWork(ctx, s.Client, b.Namespace, b.Name, cluster, w) != nil {
 		return nil
 	}
 	if u := execute.RenderedTemplate(w); u != nil {

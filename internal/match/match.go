@@ -21,15 +21,17 @@ const (
 )
 
 // Resource reports whether any selector matches the template and how specific the best
-// matching one is. Selectors of a namespaced policy only ever see its own namespace, so their
-// namespace field is ignored; a cluster-wide policy's selector may restrict the namespace.
-func Resource(sels []policyv1alpha1.ResourceSelector, tmpl *unstructured.Unstructured, namespacedPolicy bool) (int, bool) {
+// matching one is. A selector's namespace restricts it: a cluster-wide policy's to that
+// namespace; a namespaced policy only ever sees its own namespace, so a selector of it naming
+// another one selects nothing (its policy reads Ready=False InvalidSelector), never the
+// policy's whole namespace.
+func Resource(sels []policyv1alpha1.ResourceSelector, tmpl *unstructured.Unstructured) (int, bool) {
 	best, ok := 0, false
 	for _, s := range sels {
 		if s.APIVersion != tmpl.GetAPIVersion() || s.Kind != tmpl.GetKind() {
 			continue
 		}
-		if !namespacedPolicy && s.Namespace != "" && s.Namespace != tmpl.GetNamespace() {
+		if s.Namespace != "" && s.Namespace != tmpl.GetNamespace() {
 			continue
 		}
 		spec := ByKind

@@ -19,6 +19,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
@@ -162,8 +163,7 @@ func (c *Controller) clusterTraffic(ctx context.Context, b workv1alpha1.Binding,
 	var waiting []string
 	for _, o := range trafficObjects(t) {
 		w := &workv1alpha1.Work{}
-		key := client.ObjectKey{Namespace: executionNamespacePrefix + cluster, Name: workv1alpha1.WorkName(b.GetNamespace(), detector.BindingName(o.kind, o.name))}
-		if err := c.Client.Get(ctx, key, w); err != nil {
+		if err := kube.GetWork(ctx, c.Client, b.GetNamespace(), detector.BindingName(o.kind, o.name), cluster, w); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return 0, nil, err
 			}
@@ -239,9 +239,6 @@ func (c *Controller) renderError(ctx context.Context, namespace, binding, cluste
 	}
 	return ""
 }
-
-// executionNamespacePrefix is the execute package's; importing it here would be a cycle.
-const executionNamespacePrefix = "flotilla-es-"
 
 // renderedSplit describes the split a route or active Service Work renders.
 func renderedSplit(w *workv1alpha1.Work, t *workv1alpha1.TrafficTargets) (string, error) {

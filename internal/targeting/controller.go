@@ -17,6 +17,7 @@ package targeting
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -165,7 +166,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, c.removeGenerated(ctx, req.Namespace, req.Name, "")
+		return ctrl.Result{}, c.removeGenerated(ctx, req.Namespace, req.Name, nil)
 	}
 	if !app.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -178,14 +179,17 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	placed := metav1.ConditionFalse
 	switch {
 	case plan.Placed():
-		if err := c.generate(ctx, app, &plan); err != nil {
+		var taken *nameTakenError
+		if err := c.generate(ctx, app, &plan); errors.As(err, &taken) {
+			return ctrl.Result{}, c.writeStatus(ctx, app, st, metav1.ConditionFalse, appsv1alpha1.ReasonPolicyNameTaken, taken.Error())
+		} else if err != nil {
 			return ctrl.Result{}, err
 		}
 		placed = metav1.ConditionTrue
 	case plan.Keep:
 		// Nothing moves: the generated placement stays as it was.
 	default:
-		if err := c.removeGenerated(ctx, app.Namespace, app.Name, ""); err != nil {
+		if err := c.removeGenerated(ctx, app.Namespace, app.Name, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -240,10 +244,11 @@ func first[T any](ts []target, get func(*appsv1alpha1.TargetSpec) T) T {
 }
 
 // GeneratedName names the policies made for an Application: the ClusterPropagationPolicy
-// (cluster) or the PropagationPolicy in its namespace.
+// (cluster), app-NAMESPACE.NAME (namespace names hold no dots, so shop/a-x and shop-a/x never
+// share one), or the PropagationPolicy app-NAME in its namespace.
 func GeneratedName(app *appsv1alpha1.Application, cluster bool) string {
 	if cluster {
-		return "app-" + app.Namespace + "-" + app.Name
+		return "app-" + app.Namespace + "." + app.Name
 	}
 	return "app-" + app.Name
 }
@@ -300,8 +305,8 @@ func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application
 			return err
 		}
 	}
-	// The other kind, and overrides no longer wanted, go.
-	return c.removeGenerated(ctx, app.Namespace, app.Name, kindsKept(pp, op))
+	// The other kind, overrides no longer wanted, and any named by an earlier naming go.
+	return c.removeGenerated(ctx, app.Namespace, app.Name, kept(pp, op))
 }
 
 // affinity is one target's clusterSelector as it stands, so relabelling a cluster needs no
@@ -314,14 +319,21 @@ func affinity(ts []target, clusters []string) *policyv1alpha1.ClusterAffinity {
 	return &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}
 }
 
-func kindsKept(objs ...client.Object) string {
+// nameTakenError: the generated placement's name belongs to a policy not generated for the
+// Application; reported on it, not retried.
+type nameTakenError struct{ msg string }
+
+func (e *nameTakenError) Error() string { return e.msg }
+
+// kept names the generated policies to keep, by type and name.
+func kept(objs ...client.Object) []string {
 	var k []string
 	for _, o := range objs {
 		if o != nil {
-			k = append(k, fmt.Sprintf("%T", o))
+			k = append(k, fmt.Sprintf("%T/%s", o, o.GetName()))
 		}
 	}
-	return strings.Join(k, ",")
+	return k
 }
 
 // ensure creates or updates one generated policy when its spec differs.
@@ -337,6 +349,11 @@ func (c *Controller) ensure(ctx context.Context, app *appsv1alpha1.Application, 
 	}
 	if err != nil {
 		return err
+	}
+	if l := cur.GetLabels(); l[AppNameLabel] != app.Name || l[AppNamespaceLabel] != app.Namespace {
+		// Not generated for this Application: never taken over, never fought over.
+		return &nameTakenError{fmt.Sprintf("%s %s exists and was not generated for Application %s/%s (labels %s=%q, %s=%q): rename or delete it, or rename the Application",
+			kindOf(want), want.GetName(), app.Namespace, app.Name, AppNamespaceLabel, l[AppNamespaceLabel], AppNameLabel, l[AppNameLabel])}
 	}
 	if specOf(cur) == nil || !equality.Semantic.DeepEqual(specOf(cur), specOf(want)) || !reflect.DeepEqual(cur.GetLabels(), want.GetLabels()) {
 		want.SetResourceVersion(cur.GetResourceVersion())
@@ -369,7 +386,7 @@ func kindOf(o client.Object) string {
 }
 
 // removeGenerated deletes the Application's generated policies except the kinds kept.
-func (c *Controller) removeGenerated(ctx context.Context, ns, name, keep string) error {
+func (c *Controller) removeGenerated(ctx context.Context, ns, name string, keep []string) error {
 	sel := client.MatchingLabels{AppNameLabel: name, AppNamespaceLabel: ns}
 	lists := []client.ObjectList{&policyv1alpha1.PropagationPolicyList{}, &policyv1alpha1.OverridePolicyList{},
 		&policyv1alpha1.ClusterPropagationPolicyList{}, &policyv1alpha1.ClusterOverridePolicyList{}}
@@ -388,7 +405,7 @@ func (c *Controller) removeGenerated(ctx context.Context, ns, name, keep string)
 		}
 		for _, it := range items {
 			o := it.(client.Object)
-			if keep != "" && slices.Contains(strings.Split(keep, ","), fmt.Sprintf("%T", o)) {
+			if slices.Contains(keep, fmt.Sprintf("%T/%s", o, o.GetName())) {
 				continue
 			}
 			if err := c.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {

@@ -88,7 +88,7 @@ func TestPlanForWithAProposedTargetPolicy(t *testing.T) {
 			reason: appsv1alpha1.ReasonNoTarget, message: []string{"no TargetPolicy of namespace shop", "runs nowhere"}},
 		{name: "a ClusterTargetPolicy joining makes the placement the platform's", app: web,
 			proposed: clusterTargetPolicy("everywhere-web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("eu-west")}),
-			reason:   appsv1alpha1.ReasonPlaced, kind: "ClusterPropagationPolicy", policy: "app-shop-web", clusters: []string{"east", "europe"}, targets: []string{"shop/web", "everywhere-web"},
+			reason:   appsv1alpha1.ReasonPlaced, kind: "ClusterPropagationPolicy", policy: "app-shop.web", clusters: []string{"east", "europe"}, targets: []string{"shop/web", "everywhere-web"},
 			message: []string{"placed on 2 clusters by shop/web, everywhere-web"}, affinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east", "europe"}}},
 		{name: "a conflicting proposal moves nothing and names both policies", app: web,
 			extra:    []client.Object{targetPolicy("shop", "spread", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-west"), ReplicaScheduling: divided})},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +82,13 @@ func TestPolicySelectorProblemsAreReported(t *testing.T) {
 		gomega.ContainSubstring(`spec.resourceSelectors[0].namespace: "kube-system" is not this policy's namespace`)))
 	g.Eventually(policyReady(ns, "fine")).Should(gomega.HavePrefix("True: "))
 	g.Eventually(eventSays(ns, "elsewhere", "InvalidSelector")).Should(gomega.BeTrue())
+	// and a selector naming another namespace selects nothing, not this whole namespace.
+	createAll(t, g, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}})
+	g.Consistently(func() string {
+		b := &workv1alpha1.ResourceBinding{}
+		_ = cp.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cm-configmap"}, b)
+		return b.Spec.PolicyRef.Name
+	}).WithTimeout(3*time.Second).ShouldNot(gomega.Equal("elsewhere"), "the invalid selector placed the namespace's ConfigMap")
 }
 
 // Given two policies of equal priority and equally specific selectors for one Deployment, when

@@ -37,6 +37,9 @@ const (
 	ReasonNoTarget             = "NoTarget"
 	ReasonTargetConflict       = "TargetConflict"
 	ReasonClustersNotAllowed   = "ClustersNotAllowed"
+	// ReasonPolicyNameTaken: a policy of the generated placement's name exists and is not
+	// Flotilla's for this Application.
+	ReasonPolicyNameTaken = "PolicyNameTaken"
 )
 
 // Manifest is one whole Kubernetes object.

@@ -560,10 +560,13 @@ type TrafficTargets struct {
 	PreviewService string `json:"previewService,omitempty"`
 }
 
-// WorkName is the name of a binding's Work in every execution namespace: NAMESPACE-NAME, or
-// cluster.NAME for a ClusterResourceBinding (namespace names hold no dots, so they never clash).
+// WorkName is the name of a binding's Work in every execution namespace: NAMESPACE.NAME, or
+// cluster.NAME for a ClusterResourceBinding. Namespace names hold no dots, so two namespaced
+// bindings never share a name (with a dash, shop/a-api and shop-a/api would); a namespace
+// named "cluster" and a cluster binding would only meet for one kind of both scopes, which a
+// kind never is (binding names end in the kind).
 func WorkName(namespace, binding string) string {
-	n := namespace + "-" + binding
+	n := namespace + "." + binding
 	if namespace == "" {
 		n = "cluster." + binding
 	}

@@ -37,3 +37,17 @@ func TestSwitchesRoundTripThroughAnnotations(t *testing.T) {
 		})
 	}
 }
+
+// Two bindings of different namespaces never share a Work name: with a dash, shop/a-api and
+// shop-a/api would both be shop-a-api.
+func TestWorkNamesOfDifferentNamespacesNeverClash(t *testing.T) {
+	pairs := [][2]string{{"shop", "a-api-deployment"}, {"shop-a", "api-deployment"}, {"", "shop-a.api-deployment"}, {"cluster", "x-deployment"}}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		n := WorkName(p[0], p[1])
+		if other, ok := seen[n]; ok {
+			t.Fatalf("%v and %v share the Work name %s", other, p, n)
+		}
+		seen[n] = p
+	}
+}
