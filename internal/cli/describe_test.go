@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -79,6 +78,13 @@ func TestDescribeShowsAdoptionStates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := releasedBinding(tt.revs, tt.status...)
 			b.Status.Conditions = waiting
+			for _, w := range tt.works { // a cluster with a Work keeps a lastApplied record
+				for i := range b.Status.Clusters {
+					if b.Status.Clusters[i].Cluster == w.GetLabels()[workv1alpha1.ClusterLabel] {
+						b.Status.Clusters[i].LastApplied = &workv1alpha1.LastApplied{Hash: "applied"}
+					}
+				}
+			}
 			objs := append([]client.Object{b.DeepCopy(), tt.release}, tt.works...)
 			var out bytes.Buffer
 			if err := describeBinding(context.Background(), fakeClient(objs...), &out, b); err != nil {
@@ -140,14 +146,12 @@ func TestResolveKindAcceptsWhatKubectlAccepts(t *testing.T) {
 // REPLICAS is what each cluster is given: an override's replicas, not the scheduler's share,
 // where they differ.
 func TestDescribeShowsOverriddenReplicas(t *testing.T) {
+	two, five := int64(2), int64(5)
 	b := releasedBinding(&workv1alpha1.Revisions{Latest: 1, Stable: 1},
-		workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy},
-		workv1alpha1.ClusterStatus{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy})
-	east, west := workIn("east"), workIn("west")
-	east.Spec.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":2}}`)}}}
-	west.Spec.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5}}`)}}}
+		workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy, LastApplied: &workv1alpha1.LastApplied{Hash: "a", Replicas: &two}},
+		workv1alpha1.ClusterStatus{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy, LastApplied: &workv1alpha1.LastApplied{Hash: "b", Replicas: &five}})
 	var out bytes.Buffer
-	if err := describeBinding(context.Background(), fakeClient(b.DeepCopy(), east, west), &out, b); err != nil {
+	if err := describeBinding(context.Background(), fakeClient(b.DeepCopy()), &out, b); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{`east\s+2\s+true\s+Healthy`, `west\s+5 \(override; scheduled 2\)\s+true\s+Healthy`} {
