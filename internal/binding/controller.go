@@ -129,6 +129,9 @@ type Controller struct {
 	// hadWork holds the binding/cluster pairs that had a Work in this process: only the
 	// others are seeded from the binding's lastApplied record (after a restart).
 	hadWork sync.Map
+	// progressSince is when each binding's status on its way first went unwritten (see
+	// progressWait).
+	progressSince sync.Map
 	// started is when this process began; leftovers are buried only once every binding had
 	// its Works written again (see buryLeftovers).
 	started time.Time
@@ -583,8 +586,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := c.aggregate(ctx, b, tmpl, in, ro, existing, renderErrors, interpretErrors); err != nil {
+	wait, err := c.aggregate(ctx, b, tmpl, in, ro, existing, renderErrors, interpretErrors)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if terminating {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
@@ -632,6 +639,7 @@ func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, 
 // forgetWrites drops the write expectations of a binding's Works.
 func (c *Controller) forgetWrites(b workv1alpha1.Binding) {
 	name := WorkName(b)
+	c.progressSince.Delete(client.ObjectKeyFromObject(b))
 	c.hadWork.Range(func(k, _ any) bool {
 		if strings.HasSuffix(k.(string), "/"+name) {
 			c.hadWork.Delete(k)
@@ -1012,7 +1020,7 @@ func workSpecEqual(a, b workv1alpha1.WorkSpec) bool {
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
 
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
-func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) error {
+func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) (time.Duration, error) {
 	bs := b.BindingSpec()
 	status := b.BindingStatus().DeepCopy()
 	status.ObservedGeneration = b.GetGeneration()
@@ -1142,18 +1150,22 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			Message: "the member objects match the manifests", ObservedGeneration: b.GetGeneration()})
 	}
 	summarize(status, len(bs.Clusters) > 0, b.GetGeneration())
-	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
+	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus())
+	if wait := c.progressWait(b, status, changed); wait > 0 {
+		return wait, nil
+	}
+	if changed {
 		if err := writeStatus(ctx, c.Client, b, status); err != nil {
-			return err
+			return 0, err
 		}
 	}
 
 	if sc := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); len(bs.Clusters) == 0 && sc != nil && sc.Status == metav1.ConditionFalse {
 		// No cluster can run it: the template says so, and tools waiting on it stop waiting.
-		return detector.WriteUnplacedStatus(ctx, c.Client, tmpl, sc.Reason, "no cluster can run it: "+sc.Message, true)
+		return 0, detector.WriteUnplacedStatus(ctx, c.Client, tmpl, sc.Reason, "no cluster can run it: "+sc.Message, true)
 	}
 	if agg == nil {
-		return nil // not every member reported yet, or the kind's status is not aggregated
+		return 0, nil // not every member reported yet, or the kind's status is not aggregated
 	}
 	current, _, _ := unstructured.NestedMap(tmpl.Object, "status")
 	merged := map[string]any{}
@@ -1178,7 +1190,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	keepConditionTimes(merged, current)
 	withDriftedCondition(merged, current, drifted)
 	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
-		return nil
+		return 0, nil
 	}
 	patchStatus := map[string]any{}
 	for k, v := range merged {
@@ -1190,7 +1202,31 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 	}
 	patch, _ := json.Marshal(map[string]any{"status": patchStatus})
-	return c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch))
+	return 0, c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch))
+}
+
+// progressWriteInterval bounds how often the status of a workload on its way (applied and not
+// yet healthy everywhere, or not applied yet) is written: each such write of the binding and
+// of the template costs a control-plane write, and most rollouts settle within it. A settled
+// state (healthy everywhere, degraded, failed, refused) is written at once, so releases,
+// failover and tools waiting on the template lose no time.
+const progressWriteInterval = 5 * time.Second
+
+// progressWait says how long a changed status on its way waits before it is written; 0 writes
+// now. The wait runs from the first unwritten change.
+func (c *Controller) progressWait(b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus, changed bool) time.Duration {
+	key := client.ObjectKeyFromObject(b)
+	ready := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionReady)
+	if !changed || ready == nil || ready.Reason != workv1alpha1.ReasonProgressing {
+		c.progressSince.Delete(key)
+		return 0
+	}
+	first, _ := c.progressSince.LoadOrStore(key, time.Now())
+	if wait := progressWriteInterval - time.Since(first.(time.Time)); wait > 0 {
+		return wait
+	}
+	c.progressSince.Delete(key)
+	return 0
 }
 
 // failingConditions says why a member object reads Degraded, from its status conditions
