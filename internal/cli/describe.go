@@ -252,7 +252,7 @@ type adoption struct {
 // renderedReplicas is what the cluster is given: the scheduler's share, or what an override
 // made of it, as last applied there.
 func renderedReplicas(s workv1alpha1.ClusterStatus, t workv1alpha1.TargetCluster) string {
-	if s.LastApplied != nil && s.LastApplied.Replicas != nil && *s.LastApplied.Replicas != int64(t.Replicas) {
+	if !s.Suspended && s.LastApplied != nil && s.LastApplied.Replicas != nil && *s.LastApplied.Replicas != int64(t.Replicas) {
 		return fmt.Sprintf("%d (override; scheduled %d)", *s.LastApplied.Replicas, t.Replicas)
 	}
 	return strconv.Itoa(int(t.Replicas))
