@@ -255,6 +255,9 @@ type adoption struct {
 // made of it, read from the cluster's Work (which team users may not read: then the share).
 func renderedReplicas(ctx context.Context, c client.Client, b workv1alpha1.Binding, t workv1alpha1.TargetCluster) string {
 	w := &workv1alpha1.Work{}
+	if b.BindingSpec().Suspended(t.Name) {
+		return strconv.Itoa(int(t.Replicas)) // its Work keeps what was given before the suspension
+	}
 	if kube.GetWork(ctx, c, b.GetNamespace(), b.GetName(), t.Name, w) == nil {
 		if u := execute.RenderedTemplate(w); u != nil {
 			if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n != int64(t.Replicas) {
