@@ -76,6 +76,10 @@ const (
 	CauseManage      = "manage"
 )
 
+// Causes are every cause a record may have.
+var Causes = []string{CauseRelease, CauseRollback, CausePlacement, CauseFailover, CauseAppFailover, CauseSuspend,
+	CauseApply, CauseRemoval, CauseAdoption, CauseUnmanage, CauseManage}
+
 // Historian records binding changes.
 type Historian struct {
 	Client client.Client
