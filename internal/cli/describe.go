@@ -247,8 +247,6 @@ type adoption struct {
 	order   []string
 }
 
-// readAdoption returns the adoption in progress or stopped, nil when the template has a stable
-// revision (adopted, or never staged).
 // renderedReplicas is what the cluster is given: the scheduler's share, or what an override
 // made of it, as last applied there.
 func renderedReplicas(s workv1alpha1.ClusterStatus, t workv1alpha1.TargetCluster) string {
@@ -258,6 +256,8 @@ func renderedReplicas(s workv1alpha1.ClusterStatus, t workv1alpha1.TargetCluster
 	return strconv.Itoa(int(t.Replicas))
 }
 
+// readAdoption returns the adoption in progress or stopped, nil when the template has a stable
+// revision (adopted, or never staged).
 func readAdoption(ctx context.Context, c client.Client, b workv1alpha1.Binding) (*adoption, error) {
 	revs := b.BindingSpec().Revisions
 	if revs == nil || revs.Stable != 0 {

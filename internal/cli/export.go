@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 )
 
@@ -77,6 +79,10 @@ func newExportCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A team user may not read Clusters; then the inventory's answer alone tells.
+			if err := kc.Get(cmd.Context(), client.ObjectKey{Name: cluster}, &clusterv1alpha1.Cluster{}); apierrors.IsNotFound(err) {
+				return fmt.Errorf("--cluster %s: no such cluster is joined (`%s get clusters` lists them)", cluster, invokedName())
+			}
 			type key struct{ ns, app string }
 			commits := map[key]string{}
 			var order []key
@@ -111,7 +117,7 @@ func newExportCommand(g *globals) *cobra.Command {
 				if rev == "" {
 					rev = app.Status.Commit // no history yet: the commit in force fleet-wide
 				}
-				name := k.ns + "-" + k.app
+				name := k.ns + "." + k.app // a namespace holds no dots: shop/a-x and shop-a/x never meet
 				if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 					return fmt.Errorf("Argo CD Application name %q: %s", name, strings.Join(errs, "; "))
 				}

@@ -162,6 +162,7 @@ func newUpCommand(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "fleet ready in %.1fs: %d members joined and Ready\n", time.Since(start).Seconds(), len(lf.Fleet().Members))
 			fmt.Fprintf(out, "control plane: export KUBECONFIG=%s\n", lf.Kubeconfig(""))
 			fmt.Fprintf(out, "dashboard: %s dashboard (or %s with a bearer token)\n", invokedName(), lf.DashboardURL())
+			fmt.Fprintf(out, "git push webhook: POST http://%s/hooks/git\n", lf.ManagerMetricsAddress())
 			return nil
 		},
 	}

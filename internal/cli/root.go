@@ -92,10 +92,10 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 func withKubeFlags(g *globals, cmd *cobra.Command) *cobra.Command {
 	fs := cmd.Flags()
 	if cmd.Name() == "join" {
-		fs.StringVar(g.kube.KubeConfig, "control-plane-kubeconfig", "", "kubeconfig of the control plane (default: the local fleet's, else $KUBECONFIG)")
+		fs.StringVar(g.kube.KubeConfig, "control-plane-kubeconfig", "", "kubeconfig of the control plane (default: $KUBECONFIG, else the local fleet's)")
 		return cmd
 	}
-	fs.StringVar(g.kube.KubeConfig, "kubeconfig", "", "kubeconfig of the control plane (default: the local fleet's, else $KUBECONFIG)")
+	fs.StringVar(g.kube.KubeConfig, "kubeconfig", "", "kubeconfig of the control plane (default: $KUBECONFIG, else the local fleet's)")
 	fs.StringVar(g.kube.Context, "context", "", "kubeconfig context of the control plane")
 	return cmd
 }

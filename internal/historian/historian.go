@@ -77,6 +77,10 @@ const (
 	CauseManage      = "manage"
 )
 
+// Causes are every cause a record may have.
+var Causes = []string{CauseRelease, CauseRollback, CausePlacement, CauseFailover, CauseAppFailover, CauseSuspend,
+	CauseApply, CauseRemoval, CauseAdoption, CauseUnmanage, CauseManage}
+
 // Historian records binding changes.
 type Historian struct {
 	// Client reads Works in Works, everything else in the control plane.

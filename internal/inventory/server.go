@@ -39,6 +39,7 @@ import (
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/historian"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
@@ -235,6 +236,10 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, u *User) {
 		}
 	}
 	f := history.Filter{Team: q.Get("team"), Application: q.Get("application"), Cluster: q.Get("cluster"), Cause: q.Get("cause"), Kind: q.Get("kind"), Name: q.Get("name")}
+	if f.Cause != "" && !slices.Contains(historian.Causes, f.Cause) {
+		fail(w, http.StatusBadRequest, "cause", "cause %q: use one of %s", f.Cause, strings.Join(historian.Causes, ", "))
+		return
+	}
 	now := time.Now()
 	var err error
 	if f.Since, err = timeParam(q.Get("since"), now); err != nil {

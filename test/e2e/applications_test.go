@@ -389,9 +389,11 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	// against Argo CD's own Application CRD (server-side dry run in east).
 	out, err = flotilla("export", "argocd", "--cluster", "east", "-n", ns, "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
-	g.Expect(out).To(gomega.And(gomega.ContainSubstring("name: squad-c-app1"), gomega.ContainSubstring("targetRevision: "+second),
+	g.Expect(out).To(gomega.And(gomega.ContainSubstring("name: squad-c.app1"), gomega.ContainSubstring("targetRevision: "+second),
 		gomega.ContainSubstring("path: apps/app1"), gomega.ContainSubstring("repoURL: "+git.url("fleet-apps.git"))))
-	g.Expect(out).NotTo(gomega.ContainSubstring("squad-c-app2"), "app2 does not run in east")
+	g.Expect(out).NotTo(gomega.ContainSubstring("squad-c.app2"), "app2 does not run in east")
+	_, err = flotilla("export", "argocd", "--cluster", "edge-17", "-n", ns, "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("--cluster edge-17: no such cluster is joined")))
 	crd := argoCDApplicationCRD(t)
 	eastClient := memberClient(t, "east")
 	g.Expect(client.IgnoreAlreadyExists(eastClient.Create(ctx, crd))).To(gomega.Succeed())

@@ -215,7 +215,7 @@ func TestHistoryAndInventoryAPI(t *testing.T) {
 		"clusters in name order, so a live page keeps its rows: %s", body)
 
 	// Bad input names the parameter; no credentials is 401.
-	for p, param := range map[string]string{"limit=5000": "limit", "cursor=forged.AAAA": "cursor", "since=yesterday": "since", "colour=red": "colour"} {
+	for p, param := range map[string]string{"limit=5000": "limit", "cursor=forged.AAAA": "cursor", "since=yesterday": "since", "colour=red": "colour", "cause=bogus": "cause"} {
 		code, body := admin("/api/v1/history?" + p)
 		g.Expect(code).To(gomega.Equal(http.StatusBadRequest), p)
 		g.Expect(string(body)).To(gomega.ContainSubstring(`"parameter":"`+param+`"`), p)

@@ -88,6 +88,18 @@ func TestOverridesPerRegionAndPerCluster(t *testing.T) {
 		return out
 	}).Should(gomega.And(gomega.MatchRegexp(`europe\s.*mirror\.eu\.example/web:1`), gomega.MatchRegexp(`east\s.*registry\.example/web:1`)))
 
+	// History has the first placement in every cluster before anything changes.
+	admin := inventoryAs(t, "")
+	g.Eventually(func() []string {
+		var got []string
+		for _, it := range historyOf(t, admin, url.Values{"team": {ns}, "name": {"web"}, "cause": {"placement"}}) {
+			if it.Outcome == "healthy" {
+				got = append(got, it.Cluster)
+			}
+		}
+		return got
+	}).Should(gomega.ConsistOf("east", "west", "europe"))
+
 	// Changing the override policy re-renders only what it changes.
 	g.Eventually(func() error {
 		cur := &policyv1alpha1.OverridePolicy{}
@@ -102,7 +114,6 @@ func TestOverridesPerRegionAndPerCluster(t *testing.T) {
 
 	// No rollout, so no revisions: a changed override, then a changed template, are still
 	// history, cause apply, in the clusters they changed, with the image each was given.
-	admin := inventoryAs(t, "")
 	applies := func() []string {
 		var got []string
 		for _, it := range historyOf(t, admin, url.Values{"team": {ns}, "name": {"web"}, "cause": {"apply"}}) {

@@ -90,6 +90,10 @@ func TestTeamsKeepTeamsApart(t *testing.T) {
 	err := cp.Create(ctx, &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "squad-a", Name: "second"}})
 	g.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(gomega.ContainSubstring("a namespace holds one Team, named team"))
+	err = cp.Create(ctx, &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "squad-a", Name: tenancyv1alpha1.TeamName},
+		Spec: tenancyv1alpha1.TeamSpec{Repositories: []string{"file:///srv/git/*"}}})
+	g.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(gomega.ContainSubstring("file:// is not one"))
 
 	out, err := flotilla("team", "list", "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)

@@ -60,6 +60,7 @@ type TeamSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=2048
+	// +kubebuilder:validation:items:XValidation:rule="self.startsWith('https://') || self.startsWith('http://') || self.startsWith('ssh://') || self.startsWith('git://') || self.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.*-]+:.+$')",message="repositories: each is an https://, http://, ssh://, git:// or git@host:path URL glob, as an Application's repoURL (file:// is not one)"
 	Repositories []string `json:"repositories,omitempty"`
 
 	// clusters limits the clusters the team's templates may run on; unset allows every cluster.
