@@ -1149,6 +1149,15 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "InSync",
 			Message: "the member objects match the manifests", ObservedGeneration: b.GetGeneration()})
 	}
+	if s, ok := workv1alpha1.ScheduleOf(b); ok {
+		// The scheduler's outcome, written with the clusters it chose; reported here, in this
+		// controller's one status write.
+		sc := metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: s.Reason, Message: truncateMessage(s.Message), ObservedGeneration: s.Generation}
+		if s.Placed {
+			sc.Status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&status.Conditions, sc)
+	}
 	summarize(status, len(bs.Clusters) > 0, b.GetGeneration())
 	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus())
 	if wait := c.progressWait(b, status, changed); wait > 0 {

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,14 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/scheduler"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
-// The binding's status has two writers, the scheduler (Scheduled) and the binding controller
-// (the rest). Each writes from its own cached copy, which may be stale; on the real API server
-// neither may write back an old version of the other's condition. With whole-list merge
-// patches of status.conditions, the second writer's stale copy reverted the first's change.
+// The binding controller applies only the status fields it owns, under its own field manager:
+// a condition another manager writes (the scheduler did, before its outcome moved into the
+// request that writes the clusters) is never written back from the controller's stale copy,
+// and the other writer's stale copy leaves the controller's fields alone. With whole-list
+// merge patches of status.conditions, the second writer's stale copy reverted the first's.
 func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 	ctx := context.Background()
 	_, c := testenv.Start(t)
@@ -44,7 +46,7 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 		return metav1.Condition{Type: t, Status: metav1.ConditionStatus(s), Reason: reason, Message: reason, LastTransitionTime: metav1.Now()}
 	}
 	scheduled := cond(workv1alpha1.ConditionScheduled, "True", "Scheduled")
-	if err := scheduler.WriteScheduled(ctx, c, read(), scheduled); err != nil {
+	if err := applyAsOther(ctx, c, read(), scheduled); err != nil {
 		t.Fatal(err)
 	}
 	applied := &workv1alpha1.ResourceBindingStatus{Health: workv1alpha1.HealthHealthy,
@@ -55,7 +57,7 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 
 	// The binding controller's copy goes stale; the scheduler then finds no cluster.
 	staleForBinding := read()
-	if err := scheduler.WriteScheduled(ctx, c, read(), cond(workv1alpha1.ConditionScheduled, "False", "Unschedulable")); err != nil {
+	if err := applyAsOther(ctx, c, read(), cond(workv1alpha1.ConditionScheduled, "False", "Unschedulable")); err != nil {
 		t.Fatal(err)
 	}
 	status := staleForBinding.Status.DeepCopy() // still holds Scheduled=True
@@ -80,7 +82,7 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 	if err := writeStatus(ctx, c, read(), status); err != nil {
 		t.Fatal(err)
 	}
-	if err := scheduler.WriteScheduled(ctx, c, staleForScheduler, scheduled); err != nil {
+	if err := applyAsOther(ctx, c, staleForScheduler, scheduled); err != nil {
 		t.Fatal(err)
 	}
 	got = read()
@@ -100,4 +102,12 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 	if meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied) != nil || meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
 		t.Errorf("after dropping Applied: %+v", got.Status.Conditions)
 	}
+}
+
+// applyAsOther applies one condition of binding status under a field manager of its own.
+func applyAsOther(ctx context.Context, c client.Client, b *workv1alpha1.ResourceBinding, cond metav1.Condition) error {
+	conds := slices.Clone(b.Status.Conditions)
+	meta.SetStatusCondition(&conds, cond)
+	own := meta.FindStatusCondition(conds, cond.Type)
+	return kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{*own}}, "another-writer")
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -32,7 +33,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
-	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
 )
 
@@ -211,37 +211,48 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		result, reason, err = c.scheduleInGroup(ctx, b, spec, clusters.Items)
 	}
-	before := b.DeepCopyObject().(workv1alpha1.Binding)
-	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: b.GetGeneration()}
+	// The outcome travels with the clusters, in one write; the binding controller reports it
+	// as the Scheduled condition.
+	outcome := workv1alpha1.Schedule{Placed: err == nil, Reason: "Scheduled", Message: reason + teamNote, Generation: b.GetGeneration()}
+	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	moved, specChanged := false, false
 	if err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Unschedulable", err.Error()+teamNote
+		outcome.Reason, outcome.Message = "Unschedulable", err.Error()+teamNote
 	} else {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Scheduled", reason+teamNote
 		tasks := evictions(bs, result, clusters.Items, spec, c.divided(gvkOf(bs), spec), metav1.Now())
 		if (!apiequality.Semantic.DeepEqual(result, bs.Clusters) && !(len(result) == 0 && len(bs.Clusters) == 0)) ||
 			!apiequality.Semantic.DeepEqual(tasks, bs.GracefulEvictionTasks) && !(len(tasks) == 0 && len(bs.GracefulEvictionTasks) == 0) {
-			patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-			moved := len(bs.Clusters) > 0
+			moved, specChanged = len(bs.Clusters) > 0, true
 			bs.Clusters = result
 			bs.GracefulEvictionTasks = tasks
-			if err := c.Client.Patch(ctx, b, patch); err != nil {
-				return ctrl.Result{}, err
-			}
-			// A first placement is told by the Scheduled condition; an event per new template
-			// would be one more control-plane write each. Moving a placed workload is news.
-			if moved && c.Recorder != nil {
-				c.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Rescheduled", "Schedule", "%s", reason)
-			}
+			outcome.Generation++ // the spec change makes the next generation, which this outcome is of
 		}
 	}
-	old := meta.FindStatusCondition(before.BindingStatus().Conditions, workv1alpha1.ConditionScheduled)
-	if old == nil || old.Status != cond.Status || old.Message != cond.Message {
-		if err != nil && c.Recorder != nil {
-			c.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "Unschedulable", "Schedule", "%s", err.Error())
-		}
-		if perr := writeScheduled(ctx, c.Client, b, cond); perr != nil {
-			return ctrl.Result{}, perr
-		}
+	old, had := workv1alpha1.ScheduleOf(b)
+	outcomeChanged := !had || old.Placed != outcome.Placed || old.Reason != outcome.Reason || old.Message != outcome.Message
+	if !specChanged && !outcomeChanged && old.Generation == b.GetGeneration() {
+		return ctrl.Result{}, nil
+	}
+	raw, jerr := json.Marshal(outcome)
+	if jerr != nil {
+		return ctrl.Result{}, jerr
+	}
+	annotations := b.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[workv1alpha1.ScheduleAnnotation] = string(raw)
+	b.SetAnnotations(annotations)
+	if perr := c.Client.Patch(ctx, b, patch); perr != nil {
+		return ctrl.Result{}, perr
+	}
+	switch {
+	case err != nil && outcomeChanged && c.Recorder != nil:
+		c.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "Unschedulable", "Schedule", "%s", err.Error())
+	case moved && c.Recorder != nil:
+		// A first placement is told by the Scheduled condition; an event per new template
+		// would be one more control-plane write each. Moving a placed workload is news.
+		c.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Rescheduled", "Schedule", "%s", reason)
 	}
 	return ctrl.Result{}, nil
 }
@@ -667,26 +678,6 @@ func spread(constraints []policyv1alpha1.SpreadConstraint, candidates []clusterv
 		candidates = kept
 	}
 	return candidates, nil
-}
-
-// WriteScheduled is writeScheduled for tests of the binding status's other writer.
-func WriteScheduled(ctx context.Context, c client.Client, b workv1alpha1.Binding, cond metav1.Condition) error {
-	return writeScheduled(ctx, c, b, cond)
-}
-
-// writeScheduled applies the scheduler's one status field, the Scheduled condition, under its
-// own field manager: the binding controller's conditions are never written from this
-// controller's (possibly stale) copy.
-func writeScheduled(ctx context.Context, c client.Client, b workv1alpha1.Binding, cond metav1.Condition) error {
-	conds := slices.Clone(b.BindingStatus().Conditions)
-	meta.SetStatusCondition(&conds, cond) // keeps lastTransitionTime while the status stays
-	own := meta.FindStatusCondition(conds, workv1alpha1.ConditionScheduled)
-	status := &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{*own}}
-	if err := kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), status, workv1alpha1.SchedulerStatusManager); err != nil {
-		return err
-	}
-	b.BindingStatus().Conditions = conds
-	return nil
 }
 
 // teamAllowed keeps the clusters the namespace's Team allows (all when there is no Team or it

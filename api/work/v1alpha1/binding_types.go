@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -723,13 +724,35 @@ func BindingGVK(b Binding) schema.GroupVersionKind {
 	return GroupVersion.WithKind("ResourceBinding")
 }
 
-// Field managers of binding status: each controller applies only what it owns.
-const (
-	// SchedulerStatusManager owns the Scheduled condition.
-	SchedulerStatusManager = "flotilla-scheduler"
-	// BindingStatusManager owns every other field and condition of binding status.
-	BindingStatusManager = "flotilla-binding"
-)
+// BindingStatusManager is the field manager of binding status, which the binding controller
+// alone writes.
+const BindingStatusManager = "flotilla-binding"
+
+// ScheduleAnnotation on a binding is the scheduler's outcome (a Schedule, as JSON), written
+// in the same request as the clusters it chose: the binding controller reports it as the
+// Scheduled condition in its one status write, instead of a status write of the scheduler's
+// own per placement.
+const ScheduleAnnotation = "work.flotilla.dev/schedule"
+
+// Schedule is the scheduler's outcome for one binding.
+type Schedule struct {
+	// Placed: clusters were chosen (Scheduled=True); else Reason and Message say why not.
+	Placed  bool   `json:"placed"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Generation of the binding the outcome is of.
+	Generation int64 `json:"generation"`
+}
+
+// ScheduleOf reads a binding's ScheduleAnnotation; ok is false without one.
+func ScheduleOf(b Binding) (Schedule, bool) {
+	var s Schedule
+	raw, found := b.GetAnnotations()[ScheduleAnnotation]
+	if !found || json.Unmarshal([]byte(raw), &s) != nil {
+		return Schedule{}, false
+	}
+	return s, true
+}
 
 // Manifest is one whole Kubernetes object.
 // +kubebuilder:pruning:PreserveUnknownFields
