@@ -1,8 +1,9 @@
 // Package scheduler decides where a template's replicas run: which clusters, and how many
 // replicas each. The controller filters clusters (the namespace's Team's allowed clusters
 // first, then Ready, taints and tolerations, served kind, cluster affinity with ordered
-// fallbacks), applies spread constraints, and divides or
-// duplicates the replicas; it writes only a binding's spec.clusters and Scheduled condition.
+// fallbacks), applies spread constraints, and divides or duplicates the replicas. It writes
+// only a binding's spec.clusters (and eviction tasks) with its outcome, the
+// ScheduleAnnotation, in one request; the binding controller reports that as Scheduled.
 // The division itself (divide.go) is a pure function of the targets and the current assignment.
 //
 // Division algorithm (Divided by weights, static or from available capacity):

@@ -440,7 +440,8 @@ type LastApplied struct {
 
 // ResourceBindingStatus is the aggregated view of the template across its clusters.
 type ResourceBindingStatus struct {
-	// conditions: Scheduled, Applied, Healthy, Interpreted, Drifted.
+	// conditions: Scheduled (the scheduler's outcome, from its ScheduleAnnotation), Applied,
+	// Healthy, Interpreted, Drifted, and the kstatus summary; all written by the binding controller.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
