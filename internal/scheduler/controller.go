@@ -39,8 +39,9 @@ import (
 // Controller writes each binding's clusters: filter (Ready, affinity, taints, served kind),
 // spread, then divide or duplicate the replicas. It re-schedules when clusters or policies
 // change, and writes only spec.clusters, spec.gracefulEvictionTasks and its outcome
-// (ScheduleAnnotation), in one request. Bindings of one group follow the group's lead: the member with the most replicas is scheduled as usual (on clusters
-// that serve every kind of the group) and the others take its clusters and its division.
+// (ScheduleAnnotation), in one request. Bindings of one group follow the group's lead: the
+// member with the most replicas is scheduled as usual (on clusters that serve every kind of
+// the group) and the others take its clusters and its division.
 type Controller struct {
 	Client   client.Client
 	Recorder events.EventRecorder
