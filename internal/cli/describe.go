@@ -249,8 +249,6 @@ type adoption struct {
 	order   []string
 }
 
-// readAdoption returns the adoption in progress or stopped, nil when the template has a stable
-// revision (adopted, or never staged).
 // renderedReplicas is what the cluster is given: the scheduler's share, or what an override
 // made of it, read from the cluster's Work (which team users may not read: then the share).
 func renderedReplicas(ctx context.Context, c client.Client, b workv1alpha1.Binding, t workv1alpha1.TargetCluster) string {
@@ -268,6 +266,8 @@ func renderedReplicas(ctx context.Context, c client.Client, b workv1alpha1.Bindi
 	return strconv.Itoa(int(t.Replicas))
 }
 
+// readAdoption returns the adoption in progress or stopped, nil when the template has a stable
+// revision (adopted, or never staged).
 func readAdoption(ctx context.Context, c client.Client, b workv1alpha1.Binding) (*adoption, error) {
 	revs := b.BindingSpec().Revisions
 	if revs == nil || revs.Stable != 0 {
