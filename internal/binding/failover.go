@@ -23,6 +23,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/failover"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // clusterState adds what the cluster itself says to a cluster's status: lost when it is not
@@ -76,7 +77,7 @@ func (c *Failover) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.Work{}, enqueueBindingAfter(releasedStatusSettle)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.evicting), builder.WithPredicates(readinessChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // evicting maps a cluster to the bindings with an eviction task on it.

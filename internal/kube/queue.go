@@ -50,3 +50,4 @@ func (s *QueueSource[request]) Start(_ context.Context, q workqueue.TypedRateLim
 func (s *QueueSource[request]) String() string { return "queue source" }
 
 var _ source.TypedSource[struct{}] = &QueueSource[struct{}]{}
+

@@ -84,7 +84,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // schedulingInputsChanged passes Cluster updates that can change a placement: spec (taints),
