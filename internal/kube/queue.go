@@ -50,4 +50,3 @@ func (s *QueueSource[request]) Start(_ context.Context, q workqueue.TypedRateLim
 func (s *QueueSource[request]) String() string { return "queue source" }
 
 var _ source.TypedSource[struct{}] = &QueueSource[struct{}]{}
-
