@@ -21,6 +21,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // jobPollInterval is how often Jobs in progress are read again; nothing watches them.
@@ -60,7 +61,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		// Its own status writes need no reconcile: the next due time is requeued.
 		For(&rolloutv1alpha1.AnalysisRun{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 func (c *Controller) now() time.Time {

@@ -99,7 +99,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		// A Team's repositories or groups decide what its Applications may do.
 		Watches(&tenancyv1alpha1.Team{}, handler.EnqueueRequestsFromMapFunc(c.appsOfNamespace)).
 		WatchesRawSource(c.Hooks)
-	return b.Complete(c)
+	return b.Complete(kube.RequeueConflicts(c))
 }
 
 func (c *Controller) appsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {

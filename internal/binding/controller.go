@@ -62,6 +62,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
@@ -189,7 +190,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.allBindings), builder.WithPredicates(predicate.Or[client.Object](
 			predicate.LabelChangedPredicate{}, readinessChanged))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // trafficIndex indexes workload bindings by the Services and routes carrying their traffic

@@ -23,6 +23,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/failover"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
@@ -80,7 +81,7 @@ func (c *Failover) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(c.Works.Source(enqueueBindingAfter(releasedStatusSettle))).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.evicting), builder.WithPredicates(readinessChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // evicting maps a cluster to the bindings with an eviction task on it.

@@ -67,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == kube.SystemNamespace }))).
 		WatchesRawSource(source.Channel(r.Cache.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(ctrlOptions()).
-		Complete(r)
+		Complete(kube.RequeueConflicts(r))
 }
 
 func secretToCluster(_ context.Context, o client.Object) []reconcile.Request {

@@ -18,6 +18,7 @@ import (
 
 	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // Controller compiles customizations and keeps the registry in step with them.
@@ -34,7 +35,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		// When one customization of a kind changes or goes, the others of that kind may win
 		// or lose it: their conditions are recomputed.
 		Watches(&configv1alpha1.ResourceInterpreterCustomization{}, handler.EnqueueRequestsFromMapFunc(c.sameTarget)).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 func (c *Controller) sameTarget(ctx context.Context, obj client.Object) []reconcile.Request {

@@ -168,7 +168,7 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(e.worksOfCluster), builder.WithPredicates(becameReady)).
 		WatchesRawSource(e.changes).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Complete(e)
+		Complete(kube.RequeueConflicts(e))
 }
 
 var becameReady = predicate.Funcs{

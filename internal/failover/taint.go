@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // UnreachableTaintKey marks a cluster that stayed not Ready past the grace period.
@@ -43,7 +44,7 @@ func (c *TaintController) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("cluster-failover").
 		For(&clusterv1alpha1.Cluster{}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // Reconcile adds or removes the unreachable taint.

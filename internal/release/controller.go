@@ -31,6 +31,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/analysis"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
 )
 
@@ -86,7 +87,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.ResourceBinding{}, toRelease).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, toRelease).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // Final reports a phase a release does not leave (except Aborted and RolledBack, by retry).

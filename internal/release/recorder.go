@@ -26,6 +26,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 const defaultHistory = 10
@@ -53,7 +54,7 @@ func (r *Recorder) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+		Complete(kube.RequeueConflicts(r))
 }
 
 func (r *Recorder) bindingsOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {

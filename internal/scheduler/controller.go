@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
 )
 
@@ -85,7 +86,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // schedulingInputsChanged passes Cluster updates that can change a placement: spec (taints),

@@ -83,7 +83,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(appOfGenerated)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(appOfGenerated)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(appOfGenerated)).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(ts.policiesOf)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(ts.all),
 			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, deletionStarted()))).
-		Complete(ts); err != nil {
+		Complete(kube.RequeueConflicts(ts)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("clustertargetpolicy").

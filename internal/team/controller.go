@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // Controller reconciles Teams into RoleBindings.
@@ -38,7 +39,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("team").
 		For(&tenancyv1alpha1.Team{}).
 		Owns(&rbacv1.RoleBinding{}).
-		Complete(c)
+		Complete(kube.RequeueConflicts(c))
 }
 
 // roleBindings are what the Team grants in its namespace.
