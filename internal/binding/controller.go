@@ -1222,12 +1222,15 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 // failover and tools waiting on the template lose no time.
 const progressWriteInterval = 5 * time.Second
 
-// progressWait says how long a changed status on its way waits before it is written; 0 writes
-// now. The wait runs from the first unwritten change.
+// progressWait says how long a changed status waits before it is written; 0 writes now. A
+// workload on its way waits, and so does a change of the members' status details alone (a
+// Deployment's counters settling after it turned healthy): neither changes a verdict anyone
+// acts on. The wait runs from the first unwritten change.
 func (c *Controller) progressWait(b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus, changed bool) time.Duration {
 	key := client.ObjectKeyFromObject(b)
 	ready := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionReady)
-	if !changed || ready == nil || ready.Reason != workv1alpha1.ReasonProgressing {
+	onItsWay := ready != nil && ready.Reason == workv1alpha1.ReasonProgressing
+	if !changed || !onItsWay && !apiequality.Semantic.DeepEqual(withoutDetails(status), withoutDetails(b.BindingStatus())) {
 		c.progressSince.Delete(key)
 		return 0
 	}
@@ -1237,6 +1240,15 @@ func (c *Controller) progressWait(b workv1alpha1.Binding, status *workv1alpha1.R
 	}
 	c.progressSince.Delete(key)
 	return 0
+}
+
+// withoutDetails is a binding status without the members' own status objects.
+func withoutDetails(st *workv1alpha1.ResourceBindingStatus) *workv1alpha1.ResourceBindingStatus {
+	out := st.DeepCopy()
+	for i := range out.Clusters {
+		out.Clusters[i].Status = nil
+	}
+	return out
 }
 
 // failingConditions says why a member object reads Degraded, from its status conditions
