@@ -133,6 +133,12 @@ type Controller struct {
 	// progressSince is when each binding's status on its way first went unwritten (see
 	// progressWait).
 	progressSince sync.Map
+	// statusWritten is the status last written per binding, and the resourceVersion the
+	// cache had then: a reconcile before the cache shows the write does not write it again.
+	statusWritten sync.Map
+	// templateWritten is the same for the templates' status: the patch last written and the
+	// resourceVersion the cache had then.
+	templateWritten sync.Map
 	// started is when this process began; leftovers are buried only once every binding had
 	// its Works written again (see buryLeftovers).
 	started time.Time
@@ -641,6 +647,7 @@ func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, 
 func (c *Controller) forgetWrites(b workv1alpha1.Binding) {
 	name := WorkName(b)
 	c.progressSince.Delete(client.ObjectKeyFromObject(b))
+	c.statusWritten.Delete(client.ObjectKeyFromObject(b))
 	c.hadWork.Range(func(k, _ any) bool {
 		if strings.HasSuffix(k.(string), "/"+name) {
 			c.hadWork.Delete(k)
@@ -1023,6 +1030,9 @@ var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, work
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
 func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) (time.Duration, error) {
 	bs := b.BindingSpec()
+	if _, decided := workv1alpha1.ScheduleOf(b); !decided && len(bs.Clusters) == 0 {
+		return 0, nil // the scheduler has not decided yet: nothing to report, no write
+	}
 	status := b.BindingStatus().DeepCopy()
 	status.ObservedGeneration = b.GetGeneration()
 	status.Clusters = nil
@@ -1160,14 +1170,16 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		meta.SetStatusCondition(&status.Conditions, sc)
 	}
 	summarize(status, len(bs.Clusters) > 0, b.GetGeneration())
-	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus())
+	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) && !c.wroteAlready(b, status)
 	if wait := c.progressWait(b, status, changed); wait > 0 {
 		return wait, nil
 	}
 	if changed {
+		seenAt := b.GetResourceVersion()
 		if err := writeStatus(ctx, c.Client, b, status); err != nil {
 			return 0, err
 		}
+		c.statusWritten.Store(client.ObjectKeyFromObject(b), writtenStatus{seenAt, status.DeepCopy()})
 	}
 
 	if sc := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); len(bs.Clusters) == 0 && sc != nil && sc.Status == metav1.ConditionFalse {
@@ -1212,7 +1224,16 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 	}
 	patch, _ := json.Marshal(map[string]any{"status": patchStatus})
-	return 0, c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch))
+	key := tmpl.GroupVersionKind().String() + "/" + tmpl.GetNamespace() + "/" + tmpl.GetName()
+	if v, ok := c.templateWritten.Load(key); ok && v.(writtenPatch).before == tmpl.GetResourceVersion() && string(v.(writtenPatch).patch) == string(patch) {
+		return 0, nil // written a moment ago; the cache does not show it yet
+	}
+	seenAt := tmpl.GetResourceVersion()
+	if err := c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return 0, err
+	}
+	c.templateWritten.Store(key, writtenPatch{seenAt, patch})
+	return 0, nil
 }
 
 // progressWriteInterval bounds how often the status of a workload on its way (applied and not
@@ -1240,6 +1261,27 @@ func (c *Controller) progressWait(b workv1alpha1.Binding, status *workv1alpha1.R
 	}
 	c.progressSince.Delete(key)
 	return 0
+}
+
+type writtenPatch struct {
+	before string
+	patch  []byte
+}
+
+type writtenStatus struct {
+	before string
+	status *workv1alpha1.ResourceBindingStatus
+}
+
+// wroteAlready says whether status is what this controller wrote last, over the cached
+// binding it still sees.
+func (c *Controller) wroteAlready(b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus) bool {
+	v, ok := c.statusWritten.Load(client.ObjectKeyFromObject(b))
+	if !ok {
+		return false
+	}
+	w := v.(writtenStatus)
+	return w.before == b.GetResourceVersion() && apiequality.Semantic.DeepEqual(w.status, status)
 }
 
 // withoutDetails is a binding status without the members' own status objects.

@@ -3,9 +3,10 @@ package binding
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -221,9 +222,16 @@ func dropCondition(status map[string]any, condType string) {
 // writeStatus applies the binding controller's part of a binding's status: every field and
 // condition but the scheduler's Scheduled, under its own field manager, so a stale cached copy
 // never writes back the scheduler's condition (nor the scheduler ours).
+// ownConditions are the binding status conditions the binding controller writes.
+var ownConditions = []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionApplied, workv1alpha1.ConditionHealthy,
+	workv1alpha1.ConditionInterpreted, workv1alpha1.ConditionDrifted, workv1alpha1.ConditionReady,
+	workv1alpha1.ConditionReconciling, workv1alpha1.ConditionStalled}
+
 func writeStatus(ctx context.Context, c client.Client, b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus) error {
 	own := status.DeepCopy()
-	meta.RemoveStatusCondition(&own.Conditions, workv1alpha1.ConditionScheduled)
+	// Only its own conditions: one another writer set is never written back from this
+	// controller's (possibly stale) copy.
+	own.Conditions = slices.DeleteFunc(own.Conditions, func(c metav1.Condition) bool { return !slices.Contains(ownConditions, c.Type) })
 	if err := kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), own, workv1alpha1.BindingStatusManager); err != nil {
 		return err
 	}

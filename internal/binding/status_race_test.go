@@ -45,7 +45,7 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 	cond := func(t, s, reason string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: metav1.ConditionStatus(s), Reason: reason, Message: reason, LastTransitionTime: metav1.Now()}
 	}
-	scheduled := cond(workv1alpha1.ConditionScheduled, "True", "Scheduled")
+	scheduled := cond(otherCondition, "True", "Other")
 	if err := applyAsOther(ctx, c, read(), scheduled); err != nil {
 		t.Fatal(err)
 	}
@@ -57,17 +57,17 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 
 	// The binding controller's copy goes stale; the scheduler then finds no cluster.
 	staleForBinding := read()
-	if err := applyAsOther(ctx, c, read(), cond(workv1alpha1.ConditionScheduled, "False", "Unschedulable")); err != nil {
+	if err := applyAsOther(ctx, c, read(), cond(otherCondition, "False", "OtherFailed")); err != nil {
 		t.Fatal(err)
 	}
-	status := staleForBinding.Status.DeepCopy() // still holds Scheduled=True
+	status := staleForBinding.Status.DeepCopy() // still holds the other condition True
 	meta.SetStatusCondition(&status.Conditions, cond(workv1alpha1.ConditionApplied, "False", "ApplyFailed"))
 	if err := writeStatus(ctx, c, staleForBinding, status); err != nil {
 		t.Fatal(err)
 	}
 	got := read()
-	if s := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionScheduled); s == nil || s.Reason != "Unschedulable" {
-		t.Errorf("the binding controller's stale copy wrote back Scheduled: %+v", s)
+	if s := meta.FindStatusCondition(got.Status.Conditions, otherCondition); s == nil || s.Reason != "OtherFailed" {
+		t.Errorf("the binding controller's stale copy wrote back the other condition: %+v", s)
 	}
 	if a := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied); a == nil || a.Reason != "ApplyFailed" {
 		t.Errorf("Applied = %+v, want ApplyFailed", a)
@@ -89,8 +89,8 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 	if a := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied); a == nil || a.Reason != "Applied" || got.Status.Health != workv1alpha1.HealthProgressing {
 		t.Errorf("the scheduler's stale copy wrote back the binding controller's fields: Applied %+v, health %s", a, got.Status.Health)
 	}
-	if s := meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionScheduled); s == nil || s.Reason != "Scheduled" {
-		t.Errorf("Scheduled = %+v, want Scheduled", s)
+	if s := meta.FindStatusCondition(got.Status.Conditions, otherCondition); s == nil || s.Reason != "Other" {
+		t.Errorf("other condition = %+v, want Other", s)
 	}
 	// A condition the binding controller drops is gone; the scheduler's stays.
 	status = read().Status.DeepCopy()
@@ -99,10 +99,13 @@ func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = read()
-	if meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied) != nil || meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
+	if meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ConditionApplied) != nil || meta.FindStatusCondition(got.Status.Conditions, otherCondition) == nil {
 		t.Errorf("after dropping Applied: %+v", got.Status.Conditions)
 	}
 }
+
+// otherCondition is a condition of binding status the binding controller does not own.
+const otherCondition = "ExampleOther"
 
 // applyAsOther applies one condition of binding status under a field manager of its own.
 func applyAsOther(ctx context.Context, c client.Client, b *workv1alpha1.ResourceBinding, cond metav1.Condition) error {
