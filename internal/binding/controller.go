@@ -136,8 +136,8 @@ type Controller struct {
 	// statusWritten is the status last written per binding, and the resourceVersion the
 	// cache had then: a reconcile before the cache shows the write does not write it again.
 	statusWritten sync.Map
-	// templateWritten is the same for the templates' status: the patch last written and the
-	// resourceVersion the cache had then.
+	// templateWritten is the same for the templates' status: the patch last written, for which
+	// template UID and generation.
 	templateWritten sync.Map
 	// started is when this process began; leftovers are buried only once every binding had
 	// its Works written again (see buryLeftovers).
@@ -1225,10 +1225,12 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	}
 	patch, _ := json.Marshal(map[string]any{"status": patchStatus})
 	key := tmpl.GroupVersionKind().String() + "/" + tmpl.GetNamespace() + "/" + tmpl.GetName()
-	if v, ok := c.templateWritten.Load(key); ok && v.(writtenPatch).before == tmpl.GetResourceVersion() && string(v.(writtenPatch).patch) == string(patch) {
-		return 0, nil // written a moment ago; the cache does not show it yet
+	// The same patch for the same template and generation was written: the cache may not show
+	// it yet, and a built-in kind's stored status drops zero counters, so it never reads equal.
+	seenAt := fmt.Sprintf("%s/%d", tmpl.GetUID(), tmpl.GetGeneration())
+	if v, ok := c.templateWritten.Load(key); ok && v.(writtenPatch).before == seenAt && string(v.(writtenPatch).patch) == string(patch) {
+		return 0, nil
 	}
-	seenAt := tmpl.GetResourceVersion()
 	if err := c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return 0, err
 	}
