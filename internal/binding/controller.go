@@ -15,7 +15,16 @@
 // nothing unchanged is applied again, and a cluster the record names that is no longer placed
 // (or a binding deleted meanwhile) gets a Work made from the record and deleted at once, so its
 // objects are removed or handed back as the deletion policy says. A Work is rewritten only when
-// its rendered manifests change; statuses are written only when they change. A binding being
+// its rendered manifests change.
+//
+// Status writes are the control plane's main cost, so each is made once per verdict: this
+// controller alone writes binding status (the scheduler's outcome arrives as an annotation
+// written with the clusters it chose, and is reported here as Scheduled), nothing is written
+// before the scheduler decided, a workload on its way and a change of the members' status
+// details alone wait up to progressWriteInterval, a verdict (healthy, degraded, failed,
+// refused) is written at once, and what was just written is not written again over a cache
+// that does not show it yet. A new template thus costs its binding's create, the scheduler's
+// patch, one binding status and one template status write. A binding being
 // deleted keeps its finalizer until every Work is gone, so member objects are removed (or
 // orphaned, as the policy says) before the binding disappears.
 package binding
