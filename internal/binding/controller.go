@@ -1067,6 +1067,11 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 			}
 			// The revision counts as running once the Work's current spec is applied.
 			observed := cs.Applied && applied.ObservedGeneration == w.Generation
+			if cs.Applied && !observed && cs.Health == workv1alpha1.HealthHealthy {
+				// A new render is on its way: the health read is the previous one's, and a
+				// Service must not narrow to pods that are not relabelled yet on its word.
+				cs.Health = workv1alpha1.HealthProgressing
+			}
 			if observed {
 				cs.Revision, _ = strconv.ParseInt(w.Labels[workv1alpha1.RevisionLabel], 10, 64)
 				if _, ok := bs.Revisions.CanaryFor(t.Name); ok {

@@ -186,6 +186,15 @@ func TestDriftIsReported(t *testing.T) {
 		gomega.ContainSubstring("/metadata/labels/tier"), gomega.Not(gomega.ContainSubstring("/spec/replicas"))))
 	g.Consistently(func() string { return asPlaced(memberDeployment(t, "east", ns, "web")) }, 3*time.Second, 200*time.Millisecond).Should(gomega.Equal("image evil.example/web:pwned"),
 		"Report writes nothing")
+	// Works live in the controller-manager's memory: restarted, it starts from the binding's
+	// lastApplied record, so the unchanged render is not applied again over the reported change.
+	g.Expect(bindingOf(ctx, ns, "web-deployment").Status.Clusters).To(gomega.ContainElement(
+		gomega.HaveField("LastApplied", gomega.Not(gomega.BeNil()))))
+	g.Expect(fleet.RestartManager(ctx)).To(gomega.Succeed())
+	g.Consistently(func() string { return asPlaced(memberDeployment(t, "east", ns, "web")) }, 5*time.Second, 200*time.Millisecond).Should(gomega.Equal("image evil.example/web:pwned"),
+		"a restart applies nothing unchanged again, so the reported change stays")
+	g.Eventually(bindingCondition(ns, "web-deployment", workv1alpha1.ConditionDrifted)).Should(gomega.And(
+		gomega.HavePrefix("True: "), gomega.ContainSubstring("cluster east")))
 	g.Eventually(func() string {
 		tmpl := &appsv1.Deployment{}
 		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, tmpl); err != nil {
