@@ -177,6 +177,15 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 			return c.Update(ctx, b)
 		}), bindingRefusal[c])
 	}
+	// Nor can the admin forge the scheduler's outcome, which binding status reports as Scheduled.
+	forbidden(g, withoutConflict(func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b); err != nil {
+			return err
+		}
+		b.Annotations[workv1alpha1.ScheduleAnnotation] = `{"placed":false,"reason":"Forged","message":"forged"}`
+		return cp.Update(ctx, b)
+	}), "a binding's annotations are Flotilla's alone")
 	// Suspending is a switch on her template, not on the binding: the detector copies it.
 	forbidden(g, withoutConflict(func() error {
 		b := &workv1alpha1.ResourceBinding{}
