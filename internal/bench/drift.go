@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
 )
 
@@ -53,30 +49,11 @@ func Drift(ctx context.Context, lf *localfleet.LocalFleet, o DriftOptions, out i
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	members := lf.Fleet().Names()
-	sort.Strings(members)
-	memberCS := map[string]kubernetes.Interface{}
-	for _, m := range members {
-		cfg, err := lf.RESTConfig(m)
-		if err != nil {
-			return err
-		}
-		cfg = rest.CopyConfig(cfg)
-		cfg.QPS, cfg.Burst = 1000, 2000
-		if memberCS[m], err = kubernetes.NewForConfig(cfg); err != nil {
-			return err
-		}
-	}
-	cpCfg, err := lf.RESTConfig("")
+	c, err := newClients(lf)
 	if err != nil {
 		return err
 	}
-	cpCfg = rest.CopyConfig(cpCfg)
-	cpCfg.QPS, cpCfg.Burst = 1000, 2000
-	cp, err := client.New(cpCfg, client.Options{Scheme: kube.Scheme})
-	if err != nil {
-		return err
-	}
+	members, memberCS, cp := c.members, c.memberCS, c.cp
 	n := o.Templates
 	fmt.Fprintf(out, "== drift: %d Deployments on %d clusters (%d member objects), %d hand-made image changes\n", n, len(members), n*len(members), o.Changes)
 
@@ -95,10 +72,11 @@ func Drift(ctx context.Context, lf *localfleet.LocalFleet, o DriftOptions, out i
 	if err := forEachParallel(n, inFlightPerMember, func(i int) error { return cp.Create(ctx, deployment(ns, i)) }); err != nil {
 		return fmt.Errorf("creating templates: %w", err)
 	}
-	applied, aggregated, err := waitPropagated(ctx, memberCS, cp, ns, n, start)
+	done, err := waitPropagated(ctx, c, ns, n, start)
 	if err != nil {
 		return err
 	}
+	applied, aggregated := done.applied(), done.aggregated
 	fmt.Fprintf(out, "templates applied in the members:   %7.1fs  (statuses aggregated %.1fs)\n", applied.Seconds(), aggregated.Seconds())
 	// The members' controllers are still reacting to the new Deployments; let them finish so
 	// the first changes do not queue behind them.

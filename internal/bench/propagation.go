@@ -15,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,9 +30,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,32 +58,11 @@ type PropagationOptions struct {
 
 // Propagation runs the propagation bench against a started and joined local fleet.
 func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int, o PropagationOptions, out io.Writer) error {
-	members := lf.Fleet().Names()
-	memberDyn := map[string]dynamic.Interface{}
-	memberCS := map[string]kubernetes.Interface{}
-	for _, m := range members {
-		cfg, err := lf.RESTConfig(m)
-		if err != nil {
-			return err
-		}
-		cfg.QPS, cfg.Burst = 1000, 2000
-		if memberDyn[m], err = dynamic.NewForConfig(cfg); err != nil {
-			return err
-		}
-		if memberCS[m], err = kubernetes.NewForConfig(cfg); err != nil {
-			return err
-		}
-	}
-	cpCfg, err := lf.RESTConfig("")
+	c, err := newClients(lf)
 	if err != nil {
 		return err
 	}
-	cpCfg = rest.CopyConfig(cpCfg)
-	cpCfg.QPS, cpCfg.Burst = 1000, 2000
-	cp, err := client.New(cpCfg, client.Options{Scheme: kube.Scheme})
-	if err != nil {
-		return err
-	}
+	members, memberDyn, memberCS, cp := c.members, c.memberDyn, c.memberCS, c.cp
 	n := o.Templates
 	fmt.Fprintf(out, "== propagation: %d Deployments to %d clusters (%d member objects)\n", n, len(members), n*len(members))
 
@@ -166,10 +150,11 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 		return fmt.Errorf("creating templates: %w", err)
 	}
 	created := time.Since(start)
-	applied, aggregated, err := waitPropagated(ctx, memberCS, cp, ns, n, start)
+	done, err := waitPropagated(ctx, c, ns, n, start)
 	if err != nil {
 		return err
 	}
+	applied, aggregated := done.applied(), done.aggregated
 	cpu := cpuSeconds(managerPID) - cpuBefore
 	fleetSpent := cpuFleet.since(fleetCPU(lf))
 	writesAfter, err := fleetWrites(ctx, lf)
@@ -179,6 +164,7 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 	rate := float64(n*len(members)) / applied.Seconds()
 	fmt.Fprintf(out, "templates created in:          %7.1fs\n", created.Seconds())
 	fmt.Fprintf(out, "all applied in the members:    %7.1fs  %7.1f objects/s  (%.2f of the ceiling)\n", applied.Seconds(), rate, rate/ceilingRate)
+	fmt.Fprintf(out, "  member objects arrived:      %s\n", done.spread())
 	fmt.Fprintf(out, "all statuses aggregated:       %7.1fs\n", aggregated.Seconds())
 	// The ceiling's clock stops before its members' controllers have reacted; Flotilla's runs
 	// while they react to its applies. Compared end state to end state:
@@ -203,6 +189,57 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 			lat[len(lat)/2].Round(time.Millisecond), lat[(len(lat)*99)/100].Round(time.Millisecond), len(lat), n)
 	}
 	return nil
+}
+
+// clients talk to the fleet's apiservers without client-side throttling, as a bench must.
+type clients struct {
+	members    []string
+	memberDyn  map[string]dynamic.Interface
+	memberCS   map[string]kubernetes.Interface
+	memberMeta map[string]metadata.Interface
+	cp         client.Client
+	cpCS       kubernetes.Interface
+}
+
+func newClients(lf *localfleet.LocalFleet) (*clients, error) {
+	c := &clients{members: lf.Fleet().Names(), memberDyn: map[string]dynamic.Interface{},
+		memberCS: map[string]kubernetes.Interface{}, memberMeta: map[string]metadata.Interface{}}
+	sort.Strings(c.members)
+	unthrottled := func(member string) (*rest.Config, error) {
+		cfg, err := lf.RESTConfig(member)
+		if err != nil {
+			return nil, err
+		}
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = 1000, 2000
+		return cfg, nil
+	}
+	for _, m := range c.members {
+		cfg, err := unthrottled(m)
+		if err != nil {
+			return nil, err
+		}
+		if c.memberDyn[m], err = dynamic.NewForConfig(cfg); err != nil {
+			return nil, err
+		}
+		if c.memberCS[m], err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, err
+		}
+		if c.memberMeta[m], err = metadata.NewForConfig(cfg); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := unthrottled("")
+	if err != nil {
+		return nil, err
+	}
+	if c.cp, err = client.New(cfg, client.Options{Scheme: kube.Scheme}); err != nil {
+		return nil, err
+	}
+	if c.cpCS, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func deployment(ns string, i int) *appsv1.Deployment {
@@ -256,45 +293,124 @@ func forEachParallel(n, parallel int, fn func(int) error) error {
 	return first
 }
 
-// waitPropagated polls until every member holds n Deployments in ns, and until every template's
-// status observed its generation.
-func waitPropagated(ctx context.Context, members map[string]kubernetes.Interface, cp client.Client, ns string, n int, start time.Time) (time.Duration, time.Duration, error) {
-	var applied, aggregated time.Duration
-	deadline := start.Add(30 * time.Minute)
-	for applied == 0 || aggregated == 0 {
-		if time.Now().After(deadline) {
-			return 0, 0, fmt.Errorf("not propagated after 30 minutes")
-		}
-		time.Sleep(250 * time.Millisecond)
-		if applied == 0 {
-			all := true
-			for _, cs := range members {
-				l, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-				if err != nil || len(l.Items) < n {
-					all = false
-					break
-				}
-			}
-			if all {
-				applied = time.Since(start)
-			}
-		}
-		if aggregated == 0 {
-			l := &appsv1.DeploymentList{}
-			if err := cp.List(ctx, l, client.InNamespace(ns)); err == nil && len(l.Items) == n {
-				done := 0
-				for _, d := range l.Items {
-					if d.Status.ObservedGeneration >= d.Generation {
-						done++
-					}
-				}
-				if done == n {
-					aggregated = time.Since(start)
-				}
-			}
+// waitPropagated watches until every member holds n Deployments in ns, and until every
+// template's status observed its generation. It watches rather than polls: a list of every
+// Deployment every few hundred milliseconds would load the apiservers being measured, and
+// would see the end late. Members are watched for metadata only, which is all a count needs.
+func waitPropagated(ctx context.Context, c *clients, ns string, n int, start time.Time) (propagated, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var result propagated
+	var first error
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil && err != nil {
+			first = err
 		}
 	}
-	return applied, aggregated, nil
+	var wg sync.WaitGroup
+	for name, mc := range c.memberMeta {
+		wg.Go(func() {
+			deployments := mc.Resource(deploymentsGVR).Namespace(ns)
+			lw := &cache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return deployments.List(ctx, o)
+				},
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					return deployments.Watch(ctx, o)
+				},
+			}
+			seen := map[string]bool{}
+			see := func(name string) {
+				if !seen[name] {
+					seen[name] = true
+					mu.Lock()
+					result.arrivals = append(result.arrivals, time.Since(start))
+					mu.Unlock()
+				}
+			}
+			all := func() bool { return len(seen) >= n }
+			_, err := watchtools.UntilWithSync(ctx, lw, &metav1.PartialObjectMetadata{}, func(store cache.Store) (bool, error) {
+				for _, o := range store.List() {
+					see(o.(metav1.Object).GetName())
+				}
+				return all(), nil
+			}, func(e watch.Event) (bool, error) {
+				if o, ok := e.Object.(metav1.Object); ok && e.Type == watch.Added {
+					see(o.GetName())
+				}
+				return all(), nil
+			})
+			if err != nil {
+				fail(fmt.Errorf("watching %s: %d of %d Deployments: %w", name, len(seen), n, err))
+				return
+			}
+		})
+	}
+	wg.Go(func() {
+		templates := c.cpCS.AppsV1().Deployments(ns)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return templates.List(ctx, o) },
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return templates.Watch(ctx, o)
+			},
+		}
+		done := map[string]bool{}
+		note := func(d *appsv1.Deployment) {
+			done[d.Name] = d.Status.ObservedGeneration >= d.Generation
+		}
+		count := func() bool {
+			all := 0
+			for _, ok := range done {
+				if ok {
+					all++
+				}
+			}
+			return all >= n
+		}
+		_, err := watchtools.UntilWithSync(ctx, lw, &appsv1.Deployment{}, func(store cache.Store) (bool, error) {
+			for _, o := range store.List() {
+				note(o.(*appsv1.Deployment))
+			}
+			return count(), nil
+		}, func(e watch.Event) (bool, error) {
+			if d, ok := e.Object.(*appsv1.Deployment); ok && e.Type != watch.Deleted {
+				note(d)
+			}
+			return count(), nil
+		})
+		if err != nil {
+			fail(fmt.Errorf("watching the templates' status: %w", err))
+			return
+		}
+		mu.Lock()
+		result.aggregated = time.Since(start)
+		mu.Unlock()
+	})
+	wg.Wait()
+	if first != nil {
+		return propagated{}, first
+	}
+	slices.Sort(result.arrivals)
+	return result, nil
+}
+
+// propagated is when each member object arrived, and when every template's status was
+// aggregated, since the templates were first written.
+type propagated struct {
+	arrivals   []time.Duration // sorted
+	aggregated time.Duration
+}
+
+// applied is when the last member object arrived.
+func (p propagated) applied() time.Duration { return p.arrivals[len(p.arrivals)-1] }
+
+// spread says when the first, the median and the 90th percentile member object arrived.
+func (p propagated) spread() string {
+	at := func(q float64) float64 { return p.arrivals[int(q*float64(len(p.arrivals)-1))].Seconds() }
+	return fmt.Sprintf("first %.1fs, half %.1fs, 90%% %.1fs", at(0), at(0.5), at(0.9))
 }
 
 // changeLatency changes one template at a time and times until every member shows it.

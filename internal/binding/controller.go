@@ -203,8 +203,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		// Overrides select clusters by label.
 		// and a cluster's readiness shows as lost placements.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(c.allBindings), builder.WithPredicates(predicate.Or[client.Object](
-			predicate.LabelChangedPredicate{}, readinessChanged))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+										predicate.LabelChangedPredicate{}, readinessChanged))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}). // passes wait on status writes
 		Complete(kube.RequeueConflicts(c))
 }
 

@@ -46,6 +46,7 @@ func newBenchCommand(g *globals) *cobra.Command {
 	probe.add(up)
 	var templates []int
 	var samples int
+	var managerArgs []string
 	propagate := &cobra.Command{
 		Use:   "propagate",
 		Short: "Time propagating N Deployments to 3 members against a plain SSA client, and single-change latency",
@@ -56,7 +57,7 @@ func newBenchCommand(g *globals) *cobra.Command {
 				return err
 			}
 			for _, n := range templates {
-				if err := benchPropagate(cmd.Context(), g, exe, n, samples); err != nil {
+				if err := benchPropagate(cmd.Context(), g, exe, n, samples, managerArgs); err != nil {
 					return err
 				}
 			}
@@ -65,6 +66,7 @@ func newBenchCommand(g *globals) *cobra.Command {
 	}
 	propagate.Flags().IntSliceVar(&templates, "templates", []int{100, 1000}, "template counts to measure, one fresh fleet each")
 	propagate.Flags().IntVar(&samples, "latency-samples", 50, "single-template changes timed after the bulk run")
+	propagate.Flags().StringArrayVar(&managerArgs, "manager-arg", nil, "a flag for the controller-manager under test, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060 to profile it; repeatable")
 	var rounds int
 	releaseCmd := &cobra.Command{
 		Use:   "release",
@@ -208,8 +210,8 @@ func failoverSize(workloads, replicas int) error {
 	return nil
 }
 
-func benchPropagate(ctx context.Context, g *globals, exe string, n, samples int) error {
-	lf, cleanup, err := bench.StartFleet(ctx, g.binDir, exe, crdYAML(), 3, nil)
+func benchPropagate(ctx context.Context, g *globals, exe string, n, samples int, managerArgs []string) error {
+	lf, cleanup, err := bench.StartFleet(ctx, g.binDir, exe, crdYAML(), 3, managerArgs)
 	if err != nil {
 		return err
 	}

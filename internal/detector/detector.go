@@ -75,7 +75,7 @@ func (d *Detector) SetupWithManager(mgr ctrl.Manager) error {
 	d.mgr = mgr
 	d.watched = map[schema.GroupVersionKind]bool{}
 	c, err := controller.NewTyped[TemplateKey]("detector", mgr, controller.TypedOptions[TemplateKey]{
-		Reconciler: reconcile.TypedFunc[TemplateKey](d.Reconcile), MaxConcurrentReconciles: 4,
+		Reconciler: reconcile.TypedFunc[TemplateKey](d.Reconcile), MaxConcurrentReconciles: 16, // passes wait on the control plane: a bulk apply queues with fewer
 	})
 	if err != nil {
 		return err

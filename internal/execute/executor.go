@@ -167,9 +167,15 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 		// stale placements) at once, not at their next retry.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(e.worksOfCluster), builder.WithPredicates(becameReady)).
 		WatchesRawSource(e.changes).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		// A pass waits on member round trips far more than it computes: enough passes in
+		// flight keep the members busy when many Works arrive at once (a bulk apply measured
+		// 3 s of queueing per Work with 8).
+		WithOptions(controller.Options{MaxConcurrentReconciles: executorWorkers}).
 		Complete(kube.RequeueConflicts(e))
 }
+
+// executorWorkers is how many Works are applied at once, across all members.
+const executorWorkers = 32
 
 var becameReady = predicate.Funcs{
 	CreateFunc: func(event.CreateEvent) bool { return false },
@@ -342,13 +348,26 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		return result, nil
 	}
-	patch := client.MergeFrom(w.DeepCopy())
-	w.Status = *status
+	// The whole status is replaced: a merge patch would encode the whole Work twice to find
+	// the difference, and the executor is the status's one writer.
+	patch, err := statusPatch(status)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := e.Client.Status().Patch(ctx, w, patch); err != nil {
 		return ctrl.Result{}, err
 	}
 	e.dirtySince.Delete(req.NamespacedName)
 	return result, nil
+}
+
+// statusPatch is a JSON patch that sets the whole status.
+func statusPatch(status *workv1alpha1.WorkStatus) (client.Patch, error) {
+	data, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": status}})
+	if err != nil {
+		return nil, err
+	}
+	return client.RawPatch(types.JSONPatchType, data), nil
 }
 
 type appliedWork struct {

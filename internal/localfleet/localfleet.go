@@ -656,7 +656,9 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 			"--requestheader-group-headers=X-Remote-Group",
 			"--requestheader-username-headers=X-Remote-User",
-			"--profiling=false",
+			// Off as on a hardened control plane; FLOTILLA_FLEET_PROFILING=1 turns it on to profile
+			// an apiserver under a bench (/debug/pprof with the admin credentials).
+			"--profiling=" + strconv.FormatBool(os.Getenv("FLOTILLA_FLEET_PROFILING") == "1"),
 		}, audited...)...)
 		if err != nil {
 			return err

@@ -85,7 +85,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&tenancyv1alpha1.Team{}, handler.EnqueueRequestsFromMapFunc(c.bindingsInNamespace)).
 		Watches(&policyv1alpha1.PropagationPolicy{}, byPolicy).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, byPolicy).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}). // passes wait on the binding patch
 		Complete(kube.RequeueConflicts(c))
 }
 

@@ -49,15 +49,73 @@ var errServerSideApply = errors.New("workstore: Works live in memory and do not 
 // Store holds Works keyed by namespace/name. A stored Work is never modified in place: every
 // write stores a new object, so events can share it and hand out copies later.
 type Store struct {
-	mu          sync.RWMutex
-	works       map[types.NamespacedName]*workv1alpha1.Work
+	mu    sync.RWMutex
+	works map[types.NamespacedName]*workv1alpha1.Work
+	// byNamespace and byBinding index the works, so that the lists controllers make on every
+	// pass (a binding's Works, a cluster's Works) cost what they return, not the whole store.
+	byNamespace map[string]keySet
+	byBinding   map[types.NamespacedName]keySet
 	version     uint64
 	subscribers map[*subscriber]struct{}
 }
 
+type keySet map[types.NamespacedName]struct{}
+
 // New returns an empty store.
 func New() *Store {
-	return &Store{works: map[types.NamespacedName]*workv1alpha1.Work{}, subscribers: map[*subscriber]struct{}{}}
+	return &Store{
+		works:       map[types.NamespacedName]*workv1alpha1.Work{},
+		byNamespace: map[string]keySet{},
+		byBinding:   map[types.NamespacedName]keySet{},
+		subscribers: map[*subscriber]struct{}{},
+	}
+}
+
+// bindingOf is the binding a Work renders, from its labels.
+func bindingOf(w *workv1alpha1.Work) (types.NamespacedName, bool) {
+	ns, okNamespace := w.Labels[workv1alpha1.BindingNamespaceLabel]
+	name, okName := w.Labels[workv1alpha1.BindingNameLabel]
+	return types.NamespacedName{Namespace: ns, Name: name}, okNamespace && okName
+}
+
+// put stores w under key and keeps the indexes. The caller holds s.mu.
+func (s *Store) put(key types.NamespacedName, w *workv1alpha1.Work) {
+	s.remove(key)
+	s.works[key] = w
+	add := func(set keySet) keySet {
+		if set == nil {
+			set = keySet{}
+		}
+		set[key] = struct{}{}
+		return set
+	}
+	s.byNamespace[key.Namespace] = add(s.byNamespace[key.Namespace])
+	if b, ok := bindingOf(w); ok {
+		s.byBinding[b] = add(s.byBinding[b])
+	}
+}
+
+// remove drops the Work under key, if any, from the store and its indexes. The caller holds
+// s.mu.
+func (s *Store) remove(key types.NamespacedName) {
+	old, ok := s.works[key]
+	if !ok {
+		return
+	}
+	delete(s.works, key)
+	drop := func(index map[string]keySet, k string) {
+		delete(index[k], key)
+		if len(index[k]) == 0 {
+			delete(index, k)
+		}
+	}
+	drop(s.byNamespace, key.Namespace)
+	if b, ok := bindingOf(old); ok {
+		delete(s.byBinding[b], key)
+		if len(s.byBinding[b]) == 0 {
+			delete(s.byBinding, b)
+		}
+	}
 }
 
 // Len is the number of Works stored, those waiting for their finalizers included.
@@ -86,7 +144,7 @@ func (s *Store) list(opts *client.ListOptions, out *workv1alpha1.WorkList) error
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	items := []workv1alpha1.Work{}
-	for _, w := range s.sorted() {
+	for _, w := range s.candidates(opts) {
 		if matches(w) {
 			items = append(items, *w.DeepCopy())
 		}
@@ -97,6 +155,33 @@ func (s *Store) list(opts *client.ListOptions, out *workv1alpha1.WorkList) error
 	return nil
 }
 
+// candidates are the stored Works a list can match, by namespace/name: those of one binding when
+// the label selector names it exactly, else those of the namespace listed, else all. The caller
+// holds s.mu and still filters them.
+func (s *Store) candidates(opts *client.ListOptions) []*workv1alpha1.Work {
+	if sel := opts.LabelSelector; sel != nil {
+		ns, okNamespace := sel.RequiresExactMatch(workv1alpha1.BindingNamespaceLabel)
+		name, okName := sel.RequiresExactMatch(workv1alpha1.BindingNameLabel)
+		if okNamespace && okName {
+			return s.sortedKeys(s.byBinding[types.NamespacedName{Namespace: ns, Name: name}])
+		}
+	}
+	if opts.Namespace != "" {
+		return s.sortedKeys(s.byNamespace[opts.Namespace])
+	}
+	return s.sorted()
+}
+
+// sortedKeys returns the stored Works of keys by namespace/name. The caller holds s.mu.
+func (s *Store) sortedKeys(keys keySet) []*workv1alpha1.Work {
+	works := make([]*workv1alpha1.Work, 0, len(keys))
+	for key := range keys {
+		works = append(works, s.works[key])
+	}
+	sortWorks(works)
+	return works
+}
+
 // sorted returns the stored Works by namespace/name, so lists and initial events are repeatable.
 // The caller holds s.mu.
 func (s *Store) sorted() []*workv1alpha1.Work {
@@ -104,13 +189,17 @@ func (s *Store) sorted() []*workv1alpha1.Work {
 	for _, w := range s.works {
 		works = append(works, w)
 	}
+	sortWorks(works)
+	return works
+}
+
+func sortWorks(works []*workv1alpha1.Work) {
 	slices.SortFunc(works, func(a, b *workv1alpha1.Work) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return works
 }
 
 // selector turns the list options into a filter. Limit and Continue are ignored: every list is
@@ -166,7 +255,7 @@ func (s *Store) create(w *workv1alpha1.Work, dryRun bool) error {
 	if !dryRun {
 		s.version++
 		next.ResourceVersion = strconv.FormatUint(s.version, 10)
-		s.works[key] = next
+		s.put(key, next)
 		s.publish(change{kind: created, now: next})
 	}
 	*w = *next.DeepCopy()
@@ -207,7 +296,8 @@ func (s *Store) update(w *workv1alpha1.Work, dryRun bool) error {
 }
 
 func (s *Store) updateStatus(w *workv1alpha1.Work, dryRun bool) error {
-	given, err := normalize(w)
+	// Only the status is taken, so only it is normalized.
+	given, err := normalize(&workv1alpha1.Work{Status: w.Status})
 	if err != nil {
 		return err
 	}
@@ -236,7 +326,12 @@ func (s *Store) patch(w *workv1alpha1.Work, patch client.Patch, status, dryRun b
 	if err != nil {
 		return err
 	}
-	patched, err := applyPatch(old, patch.Type(), data)
+	var patched *workv1alpha1.Work
+	if status {
+		patched, err = applyStatusPatch(old, patch.Type(), data)
+	} else {
+		patched, err = applyPatch(old, patch.Type(), data)
+	}
 	if err != nil {
 		return err
 	}
@@ -258,6 +353,19 @@ func (s *Store) patch(w *workv1alpha1.Work, patch client.Patch, status, dryRun b
 	}
 	*w = *stored.DeepCopy()
 	return nil
+}
+
+// applyStatusPatch patches the status: only it is kept from the result, so the patch is applied
+// to the Work without its spec, whose manifests are most of its size and would be encoded and
+// decoded on every status write. A JSON patch that names the spec (a test of it, say) gets the
+// whole Work.
+func applyStatusPatch(old *workv1alpha1.Work, patchType types.PatchType, data []byte) (*workv1alpha1.Work, error) {
+	withoutSpec := &workv1alpha1.Work{TypeMeta: old.TypeMeta, ObjectMeta: old.ObjectMeta, Status: old.Status}
+	patched, err := applyPatch(withoutSpec, patchType, data)
+	if err != nil && patchType == types.JSONPatchType {
+		return applyPatch(old, patchType, data)
+	}
+	return patched, err
 }
 
 func applyPatch(old *workv1alpha1.Work, patchType types.PatchType, data []byte) (*workv1alpha1.Work, error) {
@@ -342,11 +450,11 @@ func (s *Store) commit(old, next *workv1alpha1.Work, dryRun bool) *workv1alpha1.
 	next.ResourceVersion = strconv.FormatUint(s.version, 10)
 	key := client.ObjectKeyFromObject(next)
 	if next.DeletionTimestamp != nil && len(next.Finalizers) == 0 {
-		delete(s.works, key)
+		s.remove(key)
 		s.publish(change{kind: deleted, now: next})
 		return next
 	}
-	s.works[key] = next
+	s.put(key, next)
 	s.publish(change{kind: updated, before: old, now: next})
 	return next
 }
@@ -395,7 +503,7 @@ func (s *Store) deleteLocked(key types.NamespacedName, opts *client.DeleteOption
 	s.version++
 	gone := old.DeepCopy()
 	gone.ResourceVersion = strconv.FormatUint(s.version, 10)
-	delete(s.works, key)
+	s.remove(key)
 	s.publish(change{kind: deleted, now: gone})
 	return nil
 }
@@ -407,7 +515,7 @@ func (s *Store) deleteAllOf(opts *client.DeleteAllOfOptions) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, w := range s.sorted() {
+	for _, w := range s.candidates(&opts.ListOptions) {
 		if !matches(w) {
 			continue
 		}

@@ -116,6 +116,78 @@ func TestCreateGetAndListBySelectorAndNamespace(t *testing.T) {
 	}
 }
 
+// A binding's Works are listed from an index: it must follow relabels and deletions, and still
+// apply the rest of the selector.
+func TestListByBindingFollowsRelabelsAndDeletes(t *testing.T) {
+	ctx := context.Background()
+	_, c, _ := newClient(t)
+	of := func(namespace, name string) map[string]string {
+		return map[string]string{workv1alpha1.BindingNamespaceLabel: namespace, workv1alpha1.BindingNameLabel: name}
+	}
+	mustCreate(t, c, work("es-a", "shop.web", of("shop", "web"), "web"))
+	mustCreate(t, c, work("es-b", "shop.web", of("shop", "web"), "web"))
+	mustCreate(t, c, work("es-a", "shop.db", of("shop", "db"), "db"))
+	list := func(opts ...client.ListOption) string {
+		t.Helper()
+		l := &workv1alpha1.WorkList{}
+		if err := c.List(ctx, l, opts...); err != nil {
+			t.Fatal(err)
+		}
+		return names(l)
+	}
+	web := client.MatchingLabels(of("shop", "web"))
+	if got := list(web); got != "[es-a/shop.web es-b/shop.web]" {
+		t.Fatalf("web's Works = %s", got)
+	}
+	if got := list(web, client.InNamespace("es-b")); got != "[es-b/shop.web]" {
+		t.Fatalf("web's Works in es-b = %s", got)
+	}
+	moved := mustGet(t, c, "es-b", "shop.web")
+	moved.Labels = of("shop", "db")
+	if err := c.Update(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(web); got != "[es-a/shop.web]" {
+		t.Fatalf("web's Works after a relabel = %s", got)
+	}
+	if got := list(client.MatchingLabels(of("shop", "db"))); got != "[es-a/shop.db es-b/shop.web]" {
+		t.Fatalf("db's Works after a relabel = %s", got)
+	}
+	if err := c.Delete(ctx, mustGet(t, c, "es-a", "shop.web")); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(web); got != "[]" {
+		t.Fatalf("web's Works after its deletion = %s", got)
+	}
+	if got := list(client.InNamespace("es-a")); got != "[es-a/shop.db]" {
+		t.Fatalf("es-a's Works after a deletion = %s", got)
+	}
+}
+
+// BenchmarkListOneBinding lists one binding's Works among 3000 (1000 bindings on 3 clusters),
+// as the binding controller and failover do on every pass.
+func BenchmarkListOneBinding(b *testing.B) {
+	ctx := context.Background()
+	c := New().Client(fake.NewClientBuilder().WithScheme(kube.Scheme).Build())
+	for i := range 1000 {
+		for _, cluster := range []string{"a", "b", "c"} {
+			name := fmt.Sprintf("app-%d", i)
+			w := work("es-"+cluster, "shop."+name, map[string]string{workv1alpha1.BindingNamespaceLabel: "shop", workv1alpha1.BindingNameLabel: name}, name)
+			if err := c.Create(ctx, w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	sel := client.MatchingLabels{workv1alpha1.BindingNamespaceLabel: "shop", workv1alpha1.BindingNameLabel: "app-500"}
+	b.ResetTimer()
+	for b.Loop() {
+		l := &workv1alpha1.WorkList{}
+		if err := c.List(ctx, l, sel); err != nil || len(l.Items) != 3 {
+			b.Fatalf("%d Works, %v", len(l.Items), err)
+		}
+	}
+}
+
 func TestCreateAssignsMetadataAndIgnoresStatus(t *testing.T) {
 	_, c, _ := newClient(t)
 	w := work("es-a", "web", map[string]string{"app": "web"}, "web")
@@ -356,6 +428,35 @@ func TestJSONPatch(t *testing.T) {
 	failing := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"test","path":"/metadata/labels/app","value":"db"}]`))
 	if err := c.Patch(context.Background(), w, failing); err == nil {
 		t.Fatal("a failing JSON patch test op was accepted")
+	}
+}
+
+// A status patch is applied to the Work without its spec; one that tests the spec still sees it.
+func TestStatusJSONPatch(t *testing.T) {
+	ctx := context.Background()
+	_, c, _ := newClient(t)
+	w := mustCreate(t, c, work("es-a", "web", nil, "web"))
+	set := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/status","value":{"appliedHash":"abc"}}]`))
+	if err := c.Status().Patch(ctx, w, set); err != nil {
+		t.Fatal(err)
+	}
+	got := mustGet(t, c, "es-a", "web")
+	if got.Status.AppliedHash != "abc" || len(got.Spec.Manifests) != 1 || got.Generation != 1 {
+		t.Fatalf("after a status patch: hash %q, %d manifests, generation %d", got.Status.AppliedHash, len(got.Spec.Manifests), got.Generation)
+	}
+	testsSpec := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"test","path":"/spec/manifests/0/metadata/name","value":"web"},{"op":"replace","path":"/status/appliedHash","value":"def"}]`))
+	if err := c.Status().Patch(ctx, got, testsSpec); err != nil {
+		t.Fatalf("a status patch testing the spec: %v", err)
+	}
+	if got := mustGet(t, c, "es-a", "web"); got.Status.AppliedHash != "def" {
+		t.Fatalf("hash %q, want def", got.Status.AppliedHash)
+	}
+	spec := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/spec/suspend","value":true}]`))
+	if err := c.Status().Patch(ctx, got, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, c, "es-a", "web"); got.Spec.Suspend {
+		t.Fatal("a status patch changed the spec")
 	}
 }
 
