@@ -148,6 +148,11 @@ type Controller struct {
 	// templateWritten is the same for the templates' status: the patch last written, for which
 	// template UID and generation.
 	templateWritten sync.Map
+	// namespaceMu serializes creating execution namespaces, and namespaceCreated says when
+	// this process created each: many passes at once over a cache that lags would each create
+	// it (a bulk apply sent 48 POSTs for 3 namespaces).
+	namespaceMu      sync.Mutex
+	namespaceCreated map[string]time.Time
 	// started is when this process began; leftovers are buried only once every binding had
 	// its Works written again (see buryLeftovers).
 	started time.Time
@@ -848,11 +853,8 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		annotations = map[string]string{execute.PodSecurityLevelAnnotation: level}
 	}
 	if w == nil {
-		// The cached read keeps this to one write per cluster, not one per Work.
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
-			if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return false, fmt.Errorf("creating execution namespace %s: %w", ns, err)
-			}
+		if err := c.ensureExecutionNamespace(ctx, ns); err != nil {
+			return false, err
 		}
 		w = &workv1alpha1.Work{
 			// Created with the executor's finalizer: one write less per Work.
@@ -1224,6 +1226,18 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	dropCondition(merged, detector.ConditionPropagated) // placed now: the detector's note is stale
 	withReleaseVerdict(merged, ro)
 	keepConditionTimes(merged, current)
+	key := tmpl.GroupVersionKind().String() + "/" + tmpl.GetNamespace() + "/" + tmpl.GetName()
+	seenAt := fmt.Sprintf("%s/%d", tmpl.GetUID(), tmpl.GetGeneration())
+	if v, ok := c.templateWritten.Load(key); ok && v.(writtenPatch).before == seenAt {
+		// The cache may not show the last write yet: its condition times are kept too, or a
+		// pass over the stale copy would stamp new ones and write again.
+		var last struct {
+			Status map[string]any `json:"status"`
+		}
+		if json.Unmarshal(v.(writtenPatch).patch, &last) == nil {
+			keepConditionTimes(merged, last.Status)
+		}
+	}
 	withDriftedCondition(merged, current, drifted)
 	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
 		return 0, nil
@@ -1238,10 +1252,8 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 	}
 	patch, _ := json.Marshal(map[string]any{"status": patchStatus})
-	key := tmpl.GroupVersionKind().String() + "/" + tmpl.GetNamespace() + "/" + tmpl.GetName()
 	// The same patch for the same template and generation was written: the cache may not show
 	// it yet, and a built-in kind's stored status drops zero counters, so it never reads equal.
-	seenAt := fmt.Sprintf("%s/%d", tmpl.GetUID(), tmpl.GetGeneration())
 	if v, ok := c.templateWritten.Load(key); ok && v.(writtenPatch).before == seenAt && string(v.(writtenPatch).patch) == string(patch) {
 		return 0, nil
 	}
@@ -1250,6 +1262,28 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	}
 	c.templateWritten.Store(key, writtenPatch{seenAt, patch})
 	return 0, nil
+}
+
+// ensureExecutionNamespace creates the cluster's execution namespace if the cache does not
+// show it, once per cluster however many passes ask at once.
+func (c *Controller) ensureExecutionNamespace(ctx context.Context, ns string) error {
+	c.namespaceMu.Lock()
+	defer c.namespaceMu.Unlock()
+	err := c.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	if !apierrors.IsNotFound(err) {
+		return nil
+	}
+	if at, ok := c.namespaceCreated[ns]; ok && time.Since(at) < 30*time.Second {
+		return nil // created just now; the cache has not seen it yet
+	}
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating execution namespace %s: %w", ns, err)
+	}
+	if c.namespaceCreated == nil {
+		c.namespaceCreated = map[string]time.Time{}
+	}
+	c.namespaceCreated[ns] = time.Now()
+	return nil
 }
 
 // progressWriteInterval bounds how often the status of a workload on its way (applied and not
