@@ -69,10 +69,11 @@ func Drift(ctx context.Context, lf *localfleet.LocalFleet, o DriftOptions, out i
 		return err
 	}
 	start := time.Now()
+	wait := watchPropagation(ctx, c, ns, n, start)
 	if err := forEachParallel(n, inFlightPerMember, func(i int) error { return cp.Create(ctx, deployment(ns, i)) }); err != nil {
 		return fmt.Errorf("creating templates: %w", err)
 	}
-	done, err := waitPropagated(ctx, c, ns, n, start)
+	done, err := wait()
 	if err != nil {
 		return err
 	}

@@ -146,11 +146,12 @@ func Propagation(ctx context.Context, lf *localfleet.LocalFleet, managerPID int,
 		return err
 	}
 	start = time.Now()
+	wait := watchPropagation(ctx, c, ns, n, start)
 	if err := forEachParallel(n, inFlightPerMember, func(i int) error { return cp.Create(ctx, deployment(ns, i)) }); err != nil {
 		return fmt.Errorf("creating templates: %w", err)
 	}
 	created := time.Since(start)
-	done, err := waitPropagated(ctx, c, ns, n, start)
+	done, err := wait()
 	if err != nil {
 		return err
 	}
@@ -293,13 +294,13 @@ func forEachParallel(n, parallel int, fn func(int) error) error {
 	return first
 }
 
-// waitPropagated watches until every member holds n Deployments in ns, and until every
-// template's status observed its generation. It watches rather than polls: a list of every
+// watchPropagation starts watching, before the templates are written, until every member holds
+// n Deployments in ns and every template's status observed its generation; wait returns when
+// they do. It watches rather than polls: a list of every
 // Deployment every few hundred milliseconds would load the apiservers being measured, and
 // would see the end late. Members are watched for metadata only, which is all a count needs.
-func waitPropagated(ctx context.Context, c *clients, ns string, n int, start time.Time) (propagated, error) {
+func watchPropagation(ctx context.Context, c *clients, ns string, n int, start time.Time) (wait func() (propagated, error)) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancel()
 	var mu sync.Mutex
 	var result propagated
 	var first error
@@ -311,6 +312,10 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 		}
 	}
 	var wg sync.WaitGroup
+	// The templates are written once every watch has listed, so an arrival is never stamped
+	// late by a list that came after it.
+	var listed sync.WaitGroup
+	listed.Add(len(c.memberMeta) + 1)
 	for name, mc := range c.memberMeta {
 		wg.Go(func() {
 			deployments := mc.Resource(deploymentsGVR).Namespace(ns)
@@ -322,6 +327,8 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 					return deployments.Watch(ctx, o)
 				},
 			}
+			var once sync.Once
+			markListed := func() { once.Do(listed.Done) }
 			seen := map[string]bool{}
 			see := func(name string) {
 				if !seen[name] {
@@ -333,6 +340,7 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 			}
 			all := func() bool { return len(seen) >= n }
 			_, err := watchtools.UntilWithSync(ctx, lw, &metav1.PartialObjectMetadata{}, func(store cache.Store) (bool, error) {
+				defer markListed()
 				for _, o := range store.List() {
 					see(o.(metav1.Object).GetName())
 				}
@@ -343,6 +351,7 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 				}
 				return all(), nil
 			})
+			markListed() // also when it never listed
 			if err != nil {
 				fail(fmt.Errorf("watching %s: %d of %d Deployments: %w", name, len(seen), n, err))
 				return
@@ -357,6 +366,8 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 				return templates.Watch(ctx, o)
 			},
 		}
+		var once sync.Once
+		markListed := func() { once.Do(listed.Done) }
 		done := map[string]bool{}
 		note := func(d *appsv1.Deployment) {
 			done[d.Name] = d.Status.ObservedGeneration >= d.Generation
@@ -371,6 +382,7 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 			return all >= n
 		}
 		_, err := watchtools.UntilWithSync(ctx, lw, &appsv1.Deployment{}, func(store cache.Store) (bool, error) {
+			defer markListed()
 			for _, o := range store.List() {
 				note(o.(*appsv1.Deployment))
 			}
@@ -381,6 +393,7 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 			}
 			return count(), nil
 		})
+		markListed()
 		if err != nil {
 			fail(fmt.Errorf("watching the templates' status: %w", err))
 			return
@@ -389,12 +402,16 @@ func waitPropagated(ctx context.Context, c *clients, ns string, n int, start tim
 		result.aggregated = time.Since(start)
 		mu.Unlock()
 	})
-	wg.Wait()
-	if first != nil {
-		return propagated{}, first
+	listed.Wait()
+	return func() (propagated, error) {
+		defer cancel()
+		wg.Wait()
+		if first != nil {
+			return propagated{}, first
+		}
+		slices.Sort(result.arrivals)
+		return result, nil
 	}
-	slices.Sort(result.arrivals)
-	return result, nil
 }
 
 // propagated is when each member object arrived, and when every template's status was

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -36,7 +37,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -212,11 +215,25 @@ func (d *Detector) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind)
 	h := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *unstructured.Unstructured) []TemplateKey {
 		return []TemplateKey{{GVK: gvk, NamespacedName: client.ObjectKeyFromObject(o)}}
 	})
-	if err := d.ctrl.Watch(source.TypedKind[*unstructured.Unstructured, TemplateKey](d.mgr.GetCache(), obj, h)); err != nil {
+	if err := d.ctrl.Watch(source.TypedKind[*unstructured.Unstructured, TemplateKey](d.mgr.GetCache(), obj, h, templateChanged)); err != nil {
 		return err
 	}
 	d.watched[gvk] = true
 	return nil
+}
+
+// templateChanged lets through the template updates a binding can depend on: its spec (the
+// generation), labels, annotations, owners and deletion. The status Flotilla writes back to
+// every template is not one, and would otherwise cost a detector pass per status write. A kind
+// that tracks no generation (a ConfigMap's data) has every update let through.
+var templateChanged = predicate.TypedFuncs[*unstructured.Unstructured]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
+		before, after := e.ObjectOld, e.ObjectNew
+		return after.GetGeneration() == 0 || before.GetGeneration() != after.GetGeneration() ||
+			!maps.Equal(before.GetLabels(), after.GetLabels()) || !maps.Equal(before.GetAnnotations(), after.GetAnnotations()) ||
+			!before.GetDeletionTimestamp().Equal(after.GetDeletionTimestamp()) ||
+			!apiequality.Semantic.DeepEqual(before.GetOwnerReferences(), after.GetOwnerReferences())
+	},
 }
 
 func (d *Detector) templatesOfPolicy(ctx context.Context, o client.Object) []TemplateKey {
