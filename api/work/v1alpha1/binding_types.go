@@ -409,9 +409,13 @@ type ClusterStatus struct {
 	// drift is what was changed by hand in this cluster: corrected, or reported (Report).
 	// +optional
 	Drift *DriftStatus `json:"drift,omitempty"`
-	// status is the member object's status, as observed.
+	// status is the member object's status, as observed. One value to server-side apply: its
+	// one writer replaces it whole, and tracking each of its fields would grow every binding's
+	// managed fields with every member's status.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +mapType=atomic
 	Status *runtime.RawExtension `json:"status,omitempty"`
 	// lastApplied is what the executor last applied in the member. Works live in the
 	// controller-manager's memory; after a restart this record keeps an unchanged render from
