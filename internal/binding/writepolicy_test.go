@@ -1,0 +1,108 @@
+package binding
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+)
+
+// The binding status write policy: a verdict is written at once, a workload on its way and a
+// change of the members' status details alone wait, and what was just written is not written
+// again over a cache that does not show it yet.
+func TestStatusWritePolicy(t *testing.T) {
+	status := func(reason string, memberStatus string) *workv1alpha1.ResourceBindingStatus {
+		st := &workv1alpha1.ResourceBindingStatus{
+			Conditions: []metav1.Condition{{Type: workv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason}},
+			Clusters:   []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true, Status: &runtime.RawExtension{Raw: []byte(memberStatus)}}},
+		}
+		if reason == workv1alpha1.ReasonReady {
+			st.Conditions[0].Status = metav1.ConditionTrue
+		}
+		return st
+	}
+	bindingWith := func(st *workv1alpha1.ResourceBindingStatus) *workv1alpha1.ResourceBinding {
+		b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", ResourceVersion: "7"}}
+		b.Status = *st
+		return b
+	}
+	c := &Controller{}
+	written := bindingWith(status(workv1alpha1.ReasonProgressing, `{"replicas":3}`))
+
+	onItsWay := status(workv1alpha1.ReasonProgressing, `{"replicas":3,"updatedReplicas":1}`)
+	if wait := c.progressWait(written, onItsWay, true); wait <= 0 || wait > progressWriteInterval {
+		t.Fatalf("a workload on its way: wait %v, want up to %v", wait, progressWriteInterval)
+	}
+	// The wait runs from the first unwritten change: once it is over, the change is written.
+	c.progressSince.Store(client.ObjectKeyFromObject(written), time.Now().Add(-progressWriteInterval))
+	if wait := c.progressWait(written, onItsWay, true); wait != 0 {
+		t.Fatalf("a change on its way for %v: wait %v, want 0", progressWriteInterval, wait)
+	}
+
+	healthy := status(workv1alpha1.ReasonReady, `{"replicas":3,"readyReplicas":3}`)
+	if wait := c.progressWait(written, healthy, true); wait != 0 {
+		t.Fatalf("a verdict: wait %v, want 0 (written at once)", wait)
+	}
+	settled := bindingWith(healthy)
+	countersOnly := status(workv1alpha1.ReasonReady, `{"replicas":3,"readyReplicas":3,"availableReplicas":3}`)
+	if wait := c.progressWait(settled, countersOnly, true); wait <= 0 {
+		t.Fatal("a change of the members' status details alone was written at once")
+	}
+	if wait := c.progressWait(settled, healthy, false); wait != 0 {
+		t.Fatalf("nothing changed: wait %v, want 0", wait)
+	}
+
+	// Written, and the cache still shows the binding as it was: the same status is not
+	// written again; a different one is.
+	c.statusWritten.Store(client.ObjectKeyFromObject(written), writtenStatus{written.ResourceVersion, healthy.DeepCopy()})
+	if !c.wroteAlready(written, healthy) {
+		t.Fatal("the status just written would be written again over the stale cache")
+	}
+	if c.wroteAlready(written, countersOnly) {
+		t.Fatal("a status other than the one written counts as written")
+	}
+	moved := written.DeepCopy()
+	moved.ResourceVersion = "8"
+	if c.wroteAlready(moved, healthy) {
+		t.Fatal("a binding the cache shows changed since counts as written")
+	}
+}
+
+// Many passes asking at once, over a cache that does not show the namespace yet, create it once.
+func TestExecutionNamespaceCreatedOnce(t *testing.T) {
+	var creates atomic.Int32
+	c := &Controller{Client: interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).Build(), interceptor.Funcs{
+		// A lagging cache: it never shows the namespace.
+		Get: func(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+			return apierrors.NewNotFound(corev1.Resource("namespaces"), key.Name)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			creates.Add(1)
+			return c.Create(ctx, obj, opts...)
+		},
+	})}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if err := c.ensureExecutionNamespace(context.Background(), "flotilla-es-east"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := creates.Load(); n != 1 {
+		t.Fatalf("%d creates of one execution namespace, want 1", n)
+	}
+}
