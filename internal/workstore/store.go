@@ -103,18 +103,17 @@ func (s *Store) remove(key types.NamespacedName) {
 		return
 	}
 	delete(s.works, key)
-	drop := func(index map[string]keySet, k string) {
-		delete(index[k], key)
-		if len(index[k]) == 0 {
-			delete(index, k)
-		}
-	}
-	drop(s.byNamespace, key.Namespace)
+	unindex(s.byNamespace, key.Namespace, key)
 	if b, ok := bindingOf(old); ok {
-		delete(s.byBinding[b], key)
-		if len(s.byBinding[b]) == 0 {
-			delete(s.byBinding, b)
-		}
+		unindex(s.byBinding, b, key)
+	}
+}
+
+// unindex drops key from the set at k, and the set once it is empty.
+func unindex[K comparable](index map[K]keySet, k K, key types.NamespacedName) {
+	delete(index[k], key)
+	if len(index[k]) == 0 {
+		delete(index, k)
 	}
 }
 
