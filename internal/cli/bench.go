@@ -52,6 +52,10 @@ func newBenchCommand(g *globals) *cobra.Command {
 		Short: "Time propagating N Deployments to 3 members against a plain SSA client, and single-change latency",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Checked against the controller-manager's own flags now, not after a fleet started.
+			if err := newControllerManagerCommand(g).ParseFlags(managerArgs); err != nil {
+				return fmt.Errorf("--manager-arg: %w (give flags of `flotilla controller-manager`, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060)", err)
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err

@@ -23,3 +23,17 @@ func TestFailoverBenchSizeIsChecked(t *testing.T) {
 		t.Errorf("100 x 3 fits: %v", err)
 	}
 }
+
+// A flag the controller-manager does not take is refused before any fleet starts, naming it.
+func TestBenchManagerArgIsChecked(t *testing.T) {
+	_, err := runCLI("bench", "propagate", "--manager-arg=--no-such-flag")
+	if err == nil || !strings.Contains(err.Error(), "--manager-arg") || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Fatalf("err = %v, want a --manager-arg error naming the flag", err)
+	}
+}
+
+func TestBenchManagerArgTakesManagerFlags(t *testing.T) {
+	if err := newControllerManagerCommand(&globals{}).ParseFlags([]string{"--pprof-bind-address=127.0.0.1:6060", "--metrics-bind-address=127.0.0.1:6062"}); err != nil {
+		t.Fatalf("the controller-manager's own flags were refused: %v", err)
+	}
+}
