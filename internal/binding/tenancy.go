@@ -129,6 +129,7 @@ func (c *Controller) refuse(ctx context.Context, b workv1alpha1.Binding, msg str
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: "Refused", Message: msg, ObservedGeneration: gen})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: workv1alpha1.ReasonRefused, Message: msg, ObservedGeneration: gen})
 	meta.RemoveStatusCondition(&status.Conditions, workv1alpha1.ConditionReconciling)
+	c.Statuses.forget(client.ObjectKeyFromObject(b)) // the stored status is the newest again
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
 		if err := writeStatus(ctx, c.Client, b, status); err != nil {
 			return ctrl.Result{}, err

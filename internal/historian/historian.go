@@ -6,7 +6,8 @@
 // audit stream (package audit), named as soon as the stream has delivered the write, else
 // the field manager of the change.
 //
-// It reads bindings, Works, releases, revisions and templates, and writes only to the history store
+// It reads bindings (their newest status as the binding controller worked it out, from
+// binding.Statuses, before it is written), Works, releases, revisions and templates, and writes only to the history store
 // (its one request of its own is the audit heartbeat, a get).
 // Records carry idempotent IDs (binding, cluster, binding generation, revision, outcome), so a
 // restart neither duplicates nor loses the state in force: on its first look at a template it
@@ -33,12 +34,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -46,6 +49,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/audit"
+	"github.com/flotilla-dev/flotilla/internal/binding"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
@@ -86,10 +90,12 @@ type Historian struct {
 	// Client reads Works in Works, everything else in the control plane.
 	Client client.Client
 	// Works holds the Works, in the controller-manager's memory.
-	Works  *workstore.Store
-	Reader client.Reader
-	Store  history.Store
-	Clock  clock.PassiveClock
+	Works *workstore.Store
+	// Statuses has the bindings' newest status, written or not yet; nil reads the stored one.
+	Statuses *binding.Statuses
+	Reader   client.Reader
+	Store    history.Store
+	Clock    clock.PassiveClock
 	// Writers names the users behind writes (the control plane's audit stream); nil: actors
 	// fall back to the field manager of the change.
 	Writers Writers
@@ -158,6 +164,7 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("historian").
 		For(&workv1alpha1.ResourceBinding{}).
 		WatchesRawSource(h.Works.Source(bindingOfWork(true))).
+		WatchesRawSource(h.statusSource(true)).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			return h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req)
 		})); err != nil {
@@ -166,6 +173,7 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("historian-cluster").
 		For(&workv1alpha1.ClusterResourceBinding{}).
 		WatchesRawSource(h.Works.Source(bindingOfWork(false))).
+		WatchesRawSource(h.statusSource(false)).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			return h.reconcile(ctx, &workv1alpha1.ClusterResourceBinding{}, req)
 		})); err != nil {
@@ -175,6 +183,15 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	}
 	return mgr.Add(manager.RunnableFunc(h.nameLater))
+}
+
+// statusSource wakes a binding's history when its newest status changes before it is written;
+// without Statuses the binding's own events do.
+func (h *Historian) statusSource(namespaced bool) source.Source {
+	if h.Statuses == nil {
+		return source.Func(func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error { return nil })
+	}
+	return h.Statuses.Source(namespaced)
 }
 
 func bindingKey(req ctrl.Request) string { return req.Namespace + "/" + req.Name }
@@ -191,7 +208,9 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 	if !b.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
-	spec, status := b.BindingSpec(), b.BindingStatus()
+	// A workload on its way has its status written only every few seconds; what was worked
+	// out in between (a cluster that ran it and was lost before the write) is history too.
+	spec, status := b.BindingSpec(), h.Statuses.Of(b)
 	last, err := h.lastOf(ctx, key, spec.Resource)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -200,7 +219,7 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 	var recs []history.Record
 	var waiting []unnamed
 	next := map[string]seen{}
-	ctxInfo := &lazyContext{h: h, ctx: ctx, b: b}
+	ctxInfo := &lazyContext{h: h, ctx: ctx, b: b, status: status}
 	tracked := spec.Revisions != nil && spec.Revisions.Latest > 0
 	for _, cs := range status.Clusters {
 		outcome := outcomeOf(cs)
@@ -430,6 +449,7 @@ type lazyContext struct {
 	h        *Historian
 	ctx      context.Context
 	b        workv1alpha1.Binding
+	status   *workv1alpha1.ResourceBindingStatus // the binding's newest
 	releases []rolloutv1alpha1.Release
 	loaded   bool
 	tmpl     map[int64]*unstructured.Unstructured
@@ -495,7 +515,7 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 				return CauseAppFailover, fmt.Sprintf("replaces %s, where the workload failed (application failover): %s", f.Cluster, f.Message)
 			}
 		}
-		for _, cs := range l.b.BindingStatus().Clusters {
+		for _, cs := range l.status.Clusters {
 			if cs.Cluster != cluster && cs.Lost && !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cs.Cluster }) {
 				return CauseFailover, "replaces " + cs.Cluster + ": the cluster is not Ready (failover)"
 			}

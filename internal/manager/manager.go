@@ -249,7 +249,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := sched.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
-	if err := (&binding.Controller{Client: withWorks, Works: works, Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: recorder("flotilla-binding"),
+	statuses := &binding.Statuses{} // the bindings' newest status, for history before it is written
+	if err := (&binding.Controller{Client: withWorks, Works: works, Statuses: statuses, Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: recorder("flotilla-binding"),
 		PodSecurityLevel: o.PodSecurityLevel, PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
@@ -288,7 +289,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	defer store.Close()
 	go historian.Retain(ctx, store, o.HistoryRetention, o.HistoryMaxRecords, 10*time.Minute, ctrl.Log.WithName("history"))
 	var writers *audit.Log
-	hist := &historian.Historian{Client: withWorks, Works: works, Reader: mgr.GetAPIReader(), Store: store}
+	hist := &historian.Historian{Client: withWorks, Works: works, Statuses: statuses, Reader: mgr.GetAPIReader(), Store: store}
 	if o.Inventory.Address != "" && len(o.Inventory.AuditClientNames) > 0 {
 		writers = audit.NewLog(100_000)
 		hist.Writers = writers
