@@ -1210,6 +1210,14 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	if agg == nil {
 		return 0, nil // not every member reported yet, or the kind's status is not aggregated
 	}
+	return 0, c.writeTemplateStatus(ctx, tmpl, in, agg, ro, drifted)
+}
+
+// writeTemplateStatus merges the members' aggregated status into the template's and writes it
+// when it changed: condition times that did not change are kept (from the template, and from
+// this controller's last write when the cache does not show it yet), so an unchanged fleet
+// costs no write.
+func (c *Controller) writeTemplateStatus(ctx context.Context, tmpl *unstructured.Unstructured, in interpret.Interpreter, agg map[string]any, ro templateRollout, drifted []string) error {
 	current, _, _ := unstructured.NestedMap(tmpl.Object, "status")
 	merged := map[string]any{}
 	r, ok := in.(interface{ ReplacesStatus() bool })
@@ -1245,7 +1253,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	}
 	withDriftedCondition(merged, current, drifted)
 	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
-		return 0, nil
+		return nil
 	}
 	patchStatus := map[string]any{}
 	for k, v := range merged {
@@ -1260,13 +1268,13 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	// The same patch for the same template and generation was written: the cache may not show
 	// it yet, and a built-in kind's stored status drops zero counters, so it never reads equal.
 	if v, ok := c.templateWritten.Load(key); ok && v.(writtenPatch).before == seenAt && string(v.(writtenPatch).patch) == string(patch) {
-		return 0, nil
+		return nil
 	}
 	if err := c.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return 0, err
+		return err
 	}
 	c.templateWritten.Store(key, writtenPatch{seenAt, patch})
-	return 0, nil
+	return nil
 }
 
 // ensureExecutionNamespace creates the cluster's execution namespace if the cache does not

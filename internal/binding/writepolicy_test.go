@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -104,5 +106,49 @@ func TestExecutionNamespaceCreatedOnce(t *testing.T) {
 	wg.Wait()
 	if n := creates.Load(); n != 1 {
 		t.Fatalf("%d creates of one execution namespace, want 1", n)
+	}
+}
+
+// A pass over a cached template that does not show the last status write yet stamps its
+// conditions anew; the times of that write are kept, so the same verdict is not written twice.
+// A real change is still written.
+func TestTemplateStatusKeepsWrittenConditionTimesOverAStaleCache(t *testing.T) {
+	tmpl := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": "shop", "name": "web", "uid": "u1", "generation": int64(1)}}}
+	var patches atomic.Int32
+	cl := interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl.DeepCopy()).WithStatusSubresource(&appsv1.Deployment{}).Build(),
+		interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches.Add(1)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}})
+	c := &Controller{Client: cl}
+	aggregated := func(at string, ready int64) map[string]any {
+		return map[string]any{"replicas": int64(3), "readyReplicas": ready, "conditions": []any{map[string]any{
+			"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "available in every cluster",
+			"lastTransitionTime": at, "lastUpdateTime": at}}}
+	}
+	ctx := context.Background()
+	stale := tmpl.DeepCopy() // the cache keeps showing the template without status
+	if err := c.writeTemplateStatus(ctx, stale.DeepCopy(), nil, aggregated("2026-11-26T10:00:00Z", 3), templateRollout{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writeTemplateStatus(ctx, stale.DeepCopy(), nil, aggregated("2026-11-26T10:00:05Z", 3), templateRollout{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := patches.Load(); n != 1 {
+		t.Fatalf("the same verdict stamped 5 s later over a stale cache: %d status writes, want 1", n)
+	}
+	if err := c.writeTemplateStatus(ctx, stale.DeepCopy(), nil, aggregated("2026-11-26T10:00:09Z", 2), templateRollout{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := patches.Load(); n != 2 {
+		t.Fatalf("readyReplicas changed: %d status writes, want 2", n)
+	}
+	got := &appsv1.Deployment{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].LastTransitionTime.UTC().Format(time.RFC3339) != "2026-11-26T10:00:00Z" || got.Status.ReadyReplicas != 2 {
+		t.Fatalf("stored status %+v: want readyReplicas 2 and Available since 10:00:00 (its first write)", got.Status)
 	}
 }
