@@ -23,8 +23,8 @@
 // before the scheduler decided, a workload on its way and a change of the members' status
 // details alone wait up to progressWriteInterval, a verdict (healthy, degraded, failed,
 // refused) is written at once, and what was just written is not written again over a cache
-// that does not show it yet. The wait hides nothing from readers in this process: every status
-// worked out, written or not, is in Statuses, where history reads it. A new template thus costs its binding's create, the scheduler's
+// that does not show it yet. The wait hides nothing from history or releases: every status
+// worked out, written or not, is on the status board (package statusboard), where they read it. A new template thus costs its binding's create, the scheduler's
 // patch, one binding status and one template status write. A binding being
 // deleted keeps its finalizer until every Work is gone, so member objects are removed (or
 // orphaned, as the policy says) before the binding disappears.
@@ -76,6 +76,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/match"
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
+	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
@@ -172,8 +173,8 @@ type Controller struct {
 	PodSecurityExemptNamespaces []string
 	// Clock stamps when a cluster turned Degraded; the real clock when nil.
 	Clock clock.PassiveClock
-	// Statuses receives every status worked out, written or not yet; nil keeps none.
-	Statuses *Statuses
+	// Board receives every status worked out, written or not yet; nil keeps none.
+	Board *statusboard.Board
 }
 
 // SetupWithManager registers the controller.
@@ -665,7 +666,7 @@ func (c *Controller) forgetWrites(b workv1alpha1.Binding) {
 	name := WorkName(b)
 	c.progressSince.Delete(client.ObjectKeyFromObject(b))
 	c.statusWritten.Delete(client.ObjectKeyFromObject(b))
-	c.Statuses.forget(client.ObjectKeyFromObject(b))
+	c.Board.Forget(client.ObjectKeyFromObject(b))
 	c.hadWork.Range(func(k, _ any) bool {
 		if strings.HasSuffix(k.(string), "/"+name) {
 			c.hadWork.Delete(k)
@@ -1190,7 +1191,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		meta.SetStatusCondition(&status.Conditions, sc)
 	}
 	summarize(status, len(bs.Clusters) > 0, b.GetGeneration())
-	c.Statuses.Put(b, status)
+	c.Board.Put(b, status)
 	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) && !c.wroteAlready(b, status)
 	if wait := c.progressWait(b, status, changed); wait > 0 {
 		return wait, nil
@@ -1302,8 +1303,9 @@ func (c *Controller) ensureExecutionNamespace(ctx context.Context, ns string) er
 // progressWriteInterval bounds how often the status of a workload on its way (applied and not
 // yet healthy everywhere, or not applied yet) is written: each such write of the binding and
 // of the template costs a control-plane write, and most rollouts settle within it. A settled
-// state (healthy everywhere, degraded, failed, refused) is written at once, so releases,
-// failover and tools waiting on the template lose no time.
+// state (healthy everywhere, degraded, failed, refused) is written at once, so failover and
+// tools waiting on the template lose no time; history and releases read each step from the
+// status board before it is written.
 const progressWriteInterval = 10 * time.Second
 
 // progressWait says how long a changed status waits before it is written; 0 writes now. A

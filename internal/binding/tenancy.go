@@ -121,7 +121,8 @@ func (c *Controller) unplacedBy(ctx context.Context, b workv1alpha1.Binding, tmp
 // when the reason is new) and writes no Work. Its Works, if any, stay as they are.
 func (c *Controller) refuse(ctx context.Context, b workv1alpha1.Binding, msg string) (ctrl.Result, error) {
 	ctrl.LoggerFrom(ctx).Info("Refusing binding", "binding", bindingRef(b), "reason", msg)
-	status := b.BindingStatus().DeepCopy()
+	newest, _ := c.Board.Of(b) // what history and releases have seen, written or not
+	status := newest.DeepCopy()
 	gen := b.GetGeneration()
 	old := meta.FindStatusCondition(status.Conditions, conditionStalled)
 	newReason := old == nil || old.Status != metav1.ConditionTrue || old.Message != msg
@@ -129,7 +130,7 @@ func (c *Controller) refuse(ctx context.Context, b workv1alpha1.Binding, msg str
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: "Refused", Message: msg, ObservedGeneration: gen})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: workv1alpha1.ReasonRefused, Message: msg, ObservedGeneration: gen})
 	meta.RemoveStatusCondition(&status.Conditions, workv1alpha1.ConditionReconciling)
-	c.Statuses.forget(client.ObjectKeyFromObject(b)) // the stored status is the newest again
+	c.Board.Put(b, status)
 	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
 		if err := writeStatus(ctx, c.Client, b, status); err != nil {
 			return ctrl.Result{}, err

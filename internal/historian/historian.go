@@ -6,8 +6,8 @@
 // audit stream (package audit), named as soon as the stream has delivered the write, else
 // the field manager of the change.
 //
-// It reads bindings (their newest status as the binding controller worked it out, from
-// binding.Statuses, before it is written), Works, releases, revisions and templates, and writes only to the history store
+// It reads bindings (their newest status as the binding controller worked it out, from the
+// status board, before it is written), Works, releases, revisions and templates, and writes only to the history store
 // (its one request of its own is the audit heartbeat, a get).
 // Records carry idempotent IDs (binding, cluster, binding generation, revision, outcome), so a
 // restart neither duplicates nor loses the state in force: on its first look at a template it
@@ -49,12 +49,12 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/audit"
-	"github.com/flotilla-dev/flotilla/internal/binding"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
@@ -91,11 +91,11 @@ type Historian struct {
 	Client client.Client
 	// Works holds the Works, in the controller-manager's memory.
 	Works *workstore.Store
-	// Statuses has the bindings' newest status, written or not yet; nil reads the stored one.
-	Statuses *binding.Statuses
-	Reader   client.Reader
-	Store    history.Store
-	Clock    clock.PassiveClock
+	// Board has the bindings' newest status, written or not yet; nil reads the stored one.
+	Board  *statusboard.Board
+	Reader client.Reader
+	Store  history.Store
+	Clock  clock.PassiveClock
 	// Writers names the users behind writes (the control plane's audit stream); nil: actors
 	// fall back to the field manager of the change.
 	Writers Writers
@@ -185,13 +185,18 @@ func (h *Historian) SetupWithManager(mgr ctrl.Manager) error {
 	return mgr.Add(manager.RunnableFunc(h.nameLater))
 }
 
-// statusSource wakes a binding's history when its newest status changes before it is written;
-// without Statuses the binding's own events do.
+// statusSource wakes a binding's history when a cluster's step changes on the status board,
+// before it is written; without a board the binding's own events do.
 func (h *Historian) statusSource(namespaced bool) source.Source {
-	if h.Statuses == nil {
+	if h.Board == nil {
 		return source.Func(func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error { return nil })
 	}
-	return h.Statuses.Source(namespaced)
+	return h.Board.Source(func(b workv1alpha1.Binding) []reconcile.Request {
+		if (b.GetNamespace() != "") != namespaced {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(b)}}
+	})
 }
 
 func bindingKey(req ctrl.Request) string { return req.Namespace + "/" + req.Name }
@@ -210,7 +215,14 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 	}
 	// A workload on its way has its status written only every few seconds; what was worked
 	// out in between (a cluster that ran it and was lost before the write) is history too.
-	spec, status := b.BindingSpec(), h.Statuses.Of(b)
+	spec := b.BindingSpec()
+	status, held := h.Board.Of(b)
+	if h.Board != nil && !held {
+		// Not worked out in this process yet (it just started): the stored status may be older
+		// than what was recorded, and reading it would record steps back. The binding
+		// controller's first pass puts it on the board, which brings the binding back here.
+		return ctrl.Result{}, nil
+	}
 	last, err := h.lastOf(ctx, key, spec.Resource)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/binding"
+	"github.com/flotilla-dev/flotilla/internal/statusboard"
 )
 
 // A workload on its way has its binding status written only every few seconds. A cluster that
@@ -21,11 +21,11 @@ func TestHistoryOfAStatusNotWrittenYet(t *testing.T) {
 		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}}}
 	_, store, h, req := historianOf(tmpl, b)
-	h.Statuses = &binding.Statuses{}
+	h.Board = &statusboard.Board{}
 	ctx := context.Background()
 	pass := func(clusters ...workv1alpha1.ClusterStatus) []string {
 		t.Helper()
-		h.Statuses.Put(b, &workv1alpha1.ResourceBindingStatus{ObservedGeneration: 1, Clusters: clusters})
+		h.Board.Put(b, &workv1alpha1.ResourceBindingStatus{ObservedGeneration: 1, Clusters: clusters})
 		if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
 			t.Fatal(err)
 		}
@@ -47,5 +47,56 @@ func TestHistoryOfAStatusNotWrittenYet(t *testing.T) {
 	got = pass(workv1alpha1.ClusterStatus{Cluster: "us", Applied: true, Health: workv1alpha1.HealthHealthy})
 	if want := []string{"europe healthy", "europe removed", "us applied", "us healthy"}; !slices.Equal(got, want) {
 		t.Fatalf("after europe left: records %v, want %v", got, want)
+	}
+}
+
+// After a restart the board holds nothing, and the stored status may be older than what was
+// recorded (progress waits to be written): history waits for the binding controller's first
+// pass instead of recording steps back, such as the removal of a cluster that still runs it.
+func TestHistoryAfterARestartWaitsForTheNewestStatus(t *testing.T) {
+	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u5", Generation: 1},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
+		// As last written: us was placed after it.
+		Status: workv1alpha1.ResourceBindingStatus{ObservedGeneration: 1, Clusters: []workv1alpha1.ClusterStatus{
+			{Cluster: "europe", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	_, store, before, req := historianOf(tmpl, b)
+	before.Board = &statusboard.Board{}
+	ctx := context.Background()
+	newest := &workv1alpha1.ResourceBindingStatus{ObservedGeneration: 1, Clusters: []workv1alpha1.ClusterStatus{
+		{Cluster: "europe", Applied: true, Health: workv1alpha1.HealthHealthy},
+		{Cluster: "us", Applied: true, Health: workv1alpha1.HealthProgressing}}}
+	before.Board.Put(b, newest)
+	if _, err := before.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	records := func() []string {
+		var out []string
+		for _, r := range store.recs {
+			out = append(out, r.Cluster+" "+r.Outcome)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{"europe healthy", "us applied"}
+	if got := records(); !slices.Equal(got, want) {
+		t.Fatalf("before the restart: records %v, want %v", got, want)
+	}
+
+	// The controller-manager restarts: a new historian and an empty board, same store.
+	after := &Historian{Client: before.Client, Reader: before.Reader, Store: store, Clock: before.Clock, Board: &statusboard.Board{}}
+	if _, err := after.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := records(); !slices.Equal(got, want) {
+		t.Fatalf("after the restart, before the binding controller's pass: records %v, want %v (nothing recorded from the older stored status)", got, want)
+	}
+	after.Board.Put(b, newest)
+	if _, err := after.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := records(); !slices.Equal(got, want) {
+		t.Fatalf("after the binding controller's pass: records %v, want %v", got, want)
 	}
 }

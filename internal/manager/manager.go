@@ -46,6 +46,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
+	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/team"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
@@ -249,8 +250,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := sched.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
-	statuses := &binding.Statuses{} // the bindings' newest status, for history before it is written
-	if err := (&binding.Controller{Client: withWorks, Works: works, Statuses: statuses, Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: recorder("flotilla-binding"),
+	board := &statusboard.Board{} // the bindings' newest status, for history and releases before it is written
+	if err := (&binding.Controller{Client: withWorks, Works: works, Board: board, Reader: mgr.GetAPIReader(), Interpreters: interpreters, Recorder: recorder("flotilla-binding"),
 		PodSecurityLevel: o.PodSecurityLevel, PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
@@ -264,7 +265,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: recorder("flotilla-release"), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release recorder: %w", err)
 	}
-	if err := (&release.Controller{Client: withWorks, Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release")}).SetupWithManager(mgr); err != nil {
+	if err := (&release.Controller{Client: withWorks, Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release"), Board: board}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
 	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: recorder("flotilla-analysis"),
@@ -289,7 +290,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	defer store.Close()
 	go historian.Retain(ctx, store, o.HistoryRetention, o.HistoryMaxRecords, 10*time.Minute, ctrl.Log.WithName("history"))
 	var writers *audit.Log
-	hist := &historian.Historian{Client: withWorks, Works: works, Statuses: statuses, Reader: mgr.GetAPIReader(), Store: store}
+	hist := &historian.Historian{Client: withWorks, Works: works, Board: board, Reader: mgr.GetAPIReader(), Store: store}
 	if o.Inventory.Address != "" && len(o.Inventory.AuditClientNames) > 0 {
 		writers = audit.NewLog(100_000)
 		hist.Writers = writers

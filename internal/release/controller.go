@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/analysis"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
+	"github.com/flotilla-dev/flotilla/internal/statusboard"
 )
 
 const defaultProgressDeadline = 10 * time.Minute
@@ -50,6 +51,10 @@ type Controller struct {
 	Reader   client.Reader
 	Recorder events.EventRecorder
 	Now      func() time.Time
+	// Board has each binding's newest status, written or not yet (a workload's progress is
+	// written every few seconds): waves move on as their clusters turn healthy. Nil reads the
+	// stored status.
+	Board *statusboard.Board
 }
 
 // SetupWithManager registers the controller.
@@ -71,23 +76,36 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	toRelease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		b, ok := o.(workv1alpha1.Binding)
-		if !ok || b.BindingSpec().Revisions == nil {
+		if !ok {
 			return nil
 		}
-		latest := b.BindingSpec().Revisions.Latest
-		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest)}}}
-		if latest > 1 { // a release just superseded must learn it and stop
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest-1)}})
-		}
-		return reqs
+		return releasesOf(b)
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("release").
+	bld := ctrl.NewControllerManagedBy(mgr).Named("release")
+	if c.Board != nil {
+		bld = bld.WatchesRawSource(c.Board.Source(releasesOf))
+	}
+	return bld.
 		For(&rolloutv1alpha1.Release{}).
 		Owns(&rolloutv1alpha1.AnalysisRun{}).
 		Watches(&workv1alpha1.ResourceBinding{}, toRelease).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, toRelease).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(kube.RequeueConflicts(c))
+}
+
+// releasesOf are the releases a binding's change concerns: its latest revision's, and the one
+// before, which a new revision supersedes.
+func releasesOf(b workv1alpha1.Binding) []reconcile.Request {
+	if b.BindingSpec().Revisions == nil {
+		return nil
+	}
+	latest := b.BindingSpec().Revisions.Latest
+	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest)}}}
+	if latest > 1 { // a release just superseded must learn it and stop
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest-1)}})
+	}
+	return reqs
 }
 
 // Final reports a phase a release does not leave (except Aborted and RolledBack, by retry).
@@ -340,7 +358,7 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	}
 	// A status from before the latest pins (or placement) were rendered says nothing about them:
 	// the wave waits for a fresh one rather than judging, or resetting its clock, on it.
-	bst := s.binding.BindingStatus()
+	bst, _ := c.Board.Of(s.binding)
 	s.statusFresh = bst.ObservedGeneration == s.binding.GetGeneration()
 	clusterStatus := map[string]workv1alpha1.ClusterStatus{}
 	for _, cs := range bst.Clusters {

@@ -22,6 +22,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -30,6 +31,14 @@ import (
 // by a policy with the given rollout, and a loop playing the members: every 100ms it calls
 // report with the binding, whose status it then writes. It returns the client and the binding.
 func releaseFixture(t *testing.T, rollout *policyv1alpha1.RolloutStrategy, report func(cur *workv1alpha1.ResourceBinding)) (client.Client, *workv1alpha1.ResourceBinding) {
+	t.Helper()
+	return releaseFixtureOn(t, rollout, report, nil)
+}
+
+// releaseFixtureOn is releaseFixture with the release controller reading board; when it is not
+// nil the members' reports go only onto it, as the binding controller's progress does before
+// it is written, and never to the binding's stored status.
+func releaseFixtureOn(t *testing.T, rollout *policyv1alpha1.RolloutStrategy, report func(cur *workv1alpha1.ResourceBinding), board *statusboard.Board) (client.Client, *workv1alpha1.ResourceBinding) {
 	t.Helper()
 	ctx := context.Background()
 	cfg, c := testenv.Start(t)
@@ -41,7 +50,7 @@ func releaseFixture(t *testing.T, rollout *policyv1alpha1.RolloutStrategy, repor
 		if err := (&Recorder{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+		return (&Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Board: board}).SetupWithManager(mgr)
 	})
 	for _, ns := range []string{"shop", kube.SystemNamespace} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -103,6 +112,10 @@ func releaseFixture(t *testing.T, rollout *policyv1alpha1.RolloutStrategy, repor
 			}
 			cur.Status.ObservedGeneration = cur.Generation
 			report(cur)
+			if board != nil {
+				board.Put(cur, &cur.Status)
+				continue
+			}
 			_ = c.Status().Update(ctx, cur)
 		}
 	}()
@@ -194,6 +207,33 @@ func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
 	}
 }
 
+// Progress is written to the binding only every few seconds; the release controller reads
+// each step from the status board and is woken by it, so waves move on as their clusters turn
+// healthy even when none of it is written yet.
+func TestReleaseMovesOnStepsNotWrittenYet(t *testing.T) {
+	ctx := context.Background()
+	board := &statusboard.Board{}
+	c, b := releaseFixtureOn(t, &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		healthyAsPinned, board)
+	eventually(t, "revision 1 recorded as stable", func() bool {
+		cur := &workv1alpha1.ResourceBinding{}
+		return c.Get(ctx, client.ObjectKeyFromObject(b), cur) == nil && cur.Spec.Revisions != nil && cur.Spec.Revisions.Stable == 1
+	})
+	changeImage(t, c, "registry.example/web:2")
+	rel := &rolloutv1alpha1.Release{}
+	eventually(t, "release r2 succeeded", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && rel.Status.Phase == rolloutv1alpha1.ReleaseSucceeded
+	})
+	cur := &workv1alpha1.ResourceBinding{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cur.Status.Clusters); n != 0 {
+		t.Fatalf("the binding's stored status has %d clusters: the test meant none written", n)
+	}
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -211,7 +251,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
 	ctx := context.Background()
 	deadline := intstr.FromString("3s")
-	c, _ := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
+	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
 		{Name: "canary", ClusterNames: []string{"east"}, Steps: []policyv1alpha1.CanaryStep{{SetWeight: ptr.To[int32](50)}}},
 		{Name: "rest", ClusterNames: []string{"west"}}}},
 		func(cur *workv1alpha1.ResourceBinding) {
@@ -222,6 +262,11 @@ func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
 				}
 			}
 		})
+	// Changed before revision 1 is recorded, the template would be revision 1 itself.
+	eventually(t, "revision 1 recorded as stable", func() bool {
+		cur := &workv1alpha1.ResourceBinding{}
+		return c.Get(ctx, client.ObjectKeyFromObject(b), cur) == nil && cur.Spec.Revisions != nil && cur.Spec.Revisions.Stable == 1
+	})
 	changeImage(t, c, "registry.example/web:2")
 	rel := &rolloutv1alpha1.Release{}
 	eventually(t, "release r2 rolled back", func() bool {
