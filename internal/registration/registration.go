@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -281,20 +282,32 @@ func writeCluster(ctx context.Context, c client.Client, existing *clusterv1alpha
 		}
 		return cluster, nil
 	}
-	spec.Taints, spec.DeletionPolicy = existing.Spec.Taints, existing.Spec.DeletionPolicy
-	for _, f := range []struct {
-		to   *string
-		from string
-	}{
-		{&spec.Description, existing.Spec.Description}, {&spec.ShortName, existing.Spec.ShortName}, {&spec.Environment, existing.Spec.Environment},
-	} {
-		if *f.to == "" {
-			*f.to = f.from
+	// The controller-manager writes the Cluster too (its status and finalizer, as soon as a
+	// re-run of up starts it): a conflict reads the Cluster again and keeps what it holds.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := spec
+		s.Taints, s.DeletionPolicy = existing.Spec.Taints, existing.Spec.DeletionPolicy
+		for _, f := range []struct {
+			to   *string
+			from string
+		}{
+			{&s.Description, existing.Spec.Description}, {&s.ShortName, existing.Spec.ShortName}, {&s.Environment, existing.Spec.Environment},
+		} {
+			if *f.to == "" {
+				*f.to = f.from
+			}
 		}
-	}
-	existing.Spec = spec
-	existing.Labels = o.Labels
-	if err := c.Update(ctx, existing); err != nil {
+		existing.Spec = s
+		existing.Labels = o.Labels
+		err := c.Update(ctx, existing)
+		if apierrors.IsConflict(err) {
+			if gerr := c.Get(ctx, client.ObjectKeyFromObject(existing), existing); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("updating cluster %q: %w", o.Name, err)
 	}
 	return existing, nil
