@@ -6,13 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
 // A member's status on the binding is one value to server-side apply: the managed fields name
@@ -20,18 +17,7 @@ import (
 // field the member dropped goes.
 func TestMemberStatusIsOneAppliedValue(t *testing.T) {
 	ctx := context.Background()
-	_, c := testenv.Start(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
-		t.Fatal(err)
-	}
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
-		Spec: workv1alpha1.ResourceBindingSpec{
-			Resource:  workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"},
-		}}
-	if err := c.Create(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	c, b := shopBinding(t)
 	write := func(memberStatus string) *workv1alpha1.ResourceBinding {
 		t.Helper()
 		got := &workv1alpha1.ResourceBinding{}

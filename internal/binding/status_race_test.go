@@ -22,18 +22,7 @@ import (
 // merge patches of status.conditions, the second writer's stale copy reverted the first's.
 func TestStaleStatusCannotRevertTheOtherWritersCondition(t *testing.T) {
 	ctx := context.Background()
-	_, c := testenv.Start(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
-		t.Fatal(err)
-	}
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
-		Spec: workv1alpha1.ResourceBindingSpec{
-			Resource:  workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"},
-		}}
-	if err := c.Create(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	c, b := shopBinding(t)
 	read := func() *workv1alpha1.ResourceBinding {
 		t.Helper()
 		got := &workv1alpha1.ResourceBinding{}
@@ -113,4 +102,24 @@ func applyAsOther(ctx context.Context, c client.Client, b *workv1alpha1.Resource
 	meta.SetStatusCondition(&conds, cond)
 	own := meta.FindStatusCondition(conds, cond.Type)
 	return kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{*own}}, "another-writer")
+}
+
+// shopBinding starts a real API server with shop/web's binding in it, as the detector creates
+// it, for tests of how its status is written.
+func shopBinding(t *testing.T) (client.Client, *workv1alpha1.ResourceBinding) {
+	t.Helper()
+	ctx := context.Background()
+	_, c := testenv.Start(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource:  workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"},
+		}}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	return c, b
 }

@@ -21,13 +21,7 @@ import (
 // override, applied in a cluster is history there: one record per outcome, cause apply, with
 // the image the cluster was given. Replicas moving are not a change of what runs.
 func TestChangesWithoutRevisionsAreRecordedPerCluster(t *testing.T) {
-	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u3", Generation: 1},
-		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
-		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{
-			{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy},
-			{Cluster: "west", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	tmpl, b := webBinding("u3", 1, workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy}, workv1alpha1.ClusterStatus{Cluster: "west", Applied: true, Health: workv1alpha1.HealthHealthy})
 	c, store, h, req := historianOf(tmpl, b)
 	ctx := context.Background()
 	work := func(cluster, image string, replicas int32, env string, applied bool) {

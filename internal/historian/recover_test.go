@@ -102,14 +102,7 @@ func (m *memStore) outcomes() []string {
 // While the store is down, reconciles fail (and are retried); once it is back, the state in
 // force is recorded once, and a restarted historian (empty memory) adds nothing.
 func TestHistoryCatchesUpAfterTheStoreComesBack(t *testing.T) {
-	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u1", Generation: 3},
-		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
-		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{
-			{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy},
-			{Cluster: "west", Applied: true, Health: workv1alpha1.HealthProgressing},
-		}}}
+	tmpl, b := webBinding("u1", 3, workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy}, workv1alpha1.ClusterStatus{Cluster: "west", Applied: true, Health: workv1alpha1.HealthProgressing})
 	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl, b).WithStatusSubresource(b).Build()
 	store := &memStore{down: true, recs: map[string]history.Record{}}
 	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
@@ -146,11 +139,7 @@ func TestABadHistoryDSNStopsTheStart(t *testing.T) {
 // A healthy revision whose pods roll again (its replicas moved by a placement change) is the
 // same revision: no new record, and none when it turns healthy again.
 func TestAReplicaChangeIsNoNewRecord(t *testing.T) {
-	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u1", Generation: 3},
-		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
-		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	tmpl, b := webBinding("u1", 3, workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy})
 	c, store, h, req := historianOf(tmpl, b)
 	ctx := context.Background()
 	step := func(gen int64, health workv1alpha1.Health) {
@@ -221,4 +210,14 @@ func historianOf(tmpl client.Object, b *workv1alpha1.ResourceBinding) (client.Cl
 	store := &memStore{recs: map[string]history.Record{}}
 	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
 	return c, store, h, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}}
+}
+
+// webBinding is shop/web's Deployment and the binding a PropagationPolicy made of it, with the
+// clusters' status as last written.
+func webBinding(uid types.UID, generation int64, clusters ...workv1alpha1.ClusterStatus) (*appsv1.Deployment, *workv1alpha1.ResourceBinding) {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}},
+		&workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: uid, Generation: generation},
+			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+				PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
+			Status: workv1alpha1.ResourceBindingStatus{Clusters: clusters}}
 }

@@ -5,9 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 )
@@ -16,10 +13,7 @@ import (
 // ran it and left again (lost, failed over) between two writes is still history: the
 // historian reads the status the binding controller worked out, written or not.
 func TestHistoryOfAStatusNotWrittenYet(t *testing.T) {
-	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u4", Generation: 1},
-		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}}}
+	tmpl, b := webBinding("u4", 1)
 	_, store, h, req := historianOf(tmpl, b)
 	h.Board = &statusboard.Board{}
 	ctx := context.Background()
@@ -29,12 +23,7 @@ func TestHistoryOfAStatusNotWrittenYet(t *testing.T) {
 		if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
 			t.Fatal(err)
 		}
-		var out []string
-		for _, r := range store.recs {
-			out = append(out, r.Cluster+" "+r.Outcome)
-		}
-		slices.Sort(out)
-		return out
+		return store.outcomes()
 	}
 
 	// The stored status has no cluster at all; europe ran the workload healthy.
@@ -54,13 +43,9 @@ func TestHistoryOfAStatusNotWrittenYet(t *testing.T) {
 // recorded (progress waits to be written): history waits for the binding controller's first
 // pass instead of recording steps back, such as the removal of a cluster that still runs it.
 func TestHistoryAfterARestartWaitsForTheNewestStatus(t *testing.T) {
-	tmpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u5", Generation: 1},
-		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}},
-		// As last written: us was placed after it.
-		Status: workv1alpha1.ResourceBindingStatus{ObservedGeneration: 1, Clusters: []workv1alpha1.ClusterStatus{
-			{Cluster: "europe", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	// As last written: us was placed after it.
+	tmpl, b := webBinding("u5", 1, workv1alpha1.ClusterStatus{Cluster: "europe", Applied: true, Health: workv1alpha1.HealthHealthy})
+	b.Status.ObservedGeneration = 1
 	_, store, before, req := historianOf(tmpl, b)
 	before.Board = &statusboard.Board{}
 	ctx := context.Background()
@@ -71,14 +56,7 @@ func TestHistoryAfterARestartWaitsForTheNewestStatus(t *testing.T) {
 	if _, err := before.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
 		t.Fatal(err)
 	}
-	records := func() []string {
-		var out []string
-		for _, r := range store.recs {
-			out = append(out, r.Cluster+" "+r.Outcome)
-		}
-		slices.Sort(out)
-		return out
-	}
+	records := store.outcomes
 	want := []string{"europe healthy", "us applied"}
 	if got := records(); !slices.Equal(got, want) {
 		t.Fatalf("before the restart: records %v, want %v", got, want)

@@ -173,7 +173,7 @@ func TestReleaseMovesWaveByWaveOnARealAPIServer(t *testing.T) {
 		}
 		return cur.Spec.Revisions
 	}
-	eventually(t, "revision 1 recorded as stable", func() bool { r := revisions(); return r != nil && r.Latest == 1 && r.Stable == 1 })
+	stableRevision1(t, c, b)
 
 	changeImage(t, c, "registry.example/web:2")
 	rel := &rolloutv1alpha1.Release{}
@@ -216,10 +216,7 @@ func TestReleaseMovesOnStepsNotWrittenYet(t *testing.T) {
 	c, b := releaseFixtureOn(t, &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
 		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
 		healthyAsPinned, board)
-	eventually(t, "revision 1 recorded as stable", func() bool {
-		cur := &workv1alpha1.ResourceBinding{}
-		return c.Get(ctx, client.ObjectKeyFromObject(b), cur) == nil && cur.Spec.Revisions != nil && cur.Spec.Revisions.Stable == 1
-	})
+	stableRevision1(t, c, b)
 	changeImage(t, c, "registry.example/web:2")
 	rel := &rolloutv1alpha1.Release{}
 	eventually(t, "release r2 succeeded", func() bool {
@@ -232,6 +229,20 @@ func TestReleaseMovesOnStepsNotWrittenYet(t *testing.T) {
 	if n := len(cur.Status.Clusters); n != 0 {
 		t.Fatalf("the binding's stored status has %d clusters: the test meant none written", n)
 	}
+}
+
+// stableRevision1 waits for the template as created to be recorded as revision 1, stable: a
+// change made before would be revision 1 itself, with no release.
+func stableRevision1(t *testing.T, c client.Client, b *workv1alpha1.ResourceBinding) {
+	t.Helper()
+	eventually(t, "revision 1 recorded as stable", func() bool {
+		cur := &workv1alpha1.ResourceBinding{}
+		if c.Get(context.Background(), client.ObjectKeyFromObject(b), cur) != nil {
+			return false
+		}
+		r := cur.Spec.Revisions
+		return r != nil && r.Latest == 1 && r.Stable == 1
+	})
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -262,11 +273,7 @@ func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
 				}
 			}
 		})
-	// Changed before revision 1 is recorded, the template would be revision 1 itself.
-	eventually(t, "revision 1 recorded as stable", func() bool {
-		cur := &workv1alpha1.ResourceBinding{}
-		return c.Get(ctx, client.ObjectKeyFromObject(b), cur) == nil && cur.Spec.Revisions != nil && cur.Spec.Revisions.Stable == 1
-	})
+	stableRevision1(t, c, b)
 	changeImage(t, c, "registry.example/web:2")
 	rel := &rolloutv1alpha1.Release{}
 	eventually(t, "release r2 rolled back", func() bool {
