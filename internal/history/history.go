@@ -76,8 +76,8 @@ type Store interface {
 	// SetActor names the actor of a stored record once it is known (the audit stream can
 	// deliver the user after the record was written); an unknown ID is no error.
 	SetActor(ctx context.Context, id, actor string) error
-	// Prune deletes records older than maxAge, then all but the newest maxCount; 0 means no
-	// limit for either.
+	// Prune deletes records older than maxAge, then all but the newest maxCount of each team
+	// (so one team's volume never pushes out another's history); 0 means no limit for either.
 	Prune(ctx context.Context, maxAge time.Duration, maxCount int) (deleted int64, err error)
 	Ping(ctx context.Context) error
 	Close() error

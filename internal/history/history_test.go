@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -405,6 +406,30 @@ func storeSuite(t *testing.T, fresh func(testing.TB) string) {
 		}
 	})
 
+	// A noisy team keeps its own newest records; a quiet team's history is not pushed out.
+	t.Run("PrunePerTeam", func(t *testing.T) {
+		s := openT(t, fresh(t))
+		now := time.Now()
+		var recs []Record
+		for i := range 50 {
+			recs = append(recs, Record{ID: fmt.Sprintf("noisy-%02d", i), Team: "noisy", Time: now.Add(-time.Duration(i) * time.Second)})
+		}
+		for i := range 3 {
+			recs = append(recs, Record{ID: fmt.Sprintf("quiet-%d", i), Team: "quiet", Time: now.Add(-time.Hour - time.Duration(i)*time.Second)})
+		}
+		mustAppend(t, s, recs...)
+		n, err := s.Prune(ctx, 0, 5)
+		if err != nil || n != 45 {
+			t.Fatalf("Prune(0, 5) deleted %d, %v; want 45 of the noisy team's", n, err)
+		}
+		if diff := cmp.Diff([]string{"quiet-0", "quiet-1", "quiet-2"}, ids(all(t, s, Filter{Team: "quiet"}, 100))); diff != "" {
+			t.Errorf("quiet team kept (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"noisy-00", "noisy-01", "noisy-02", "noisy-03", "noisy-04"}, ids(all(t, s, Filter{Team: "noisy"}, 100))); diff != "" {
+			t.Errorf("noisy team kept (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("MigrateTwice", func(t *testing.T) {
 		dsn := fresh(t)
 		s1, err := Open(ctx, dsn)
@@ -515,6 +540,30 @@ func TestOpenDSN(t *testing.T) {
 	openT(t, "sqlite://relative.db")
 	if m, _ := filepath.Glob("relative.db"); len(m) != 1 {
 		t.Errorf("sqlite://relative.db did not create ./relative.db")
+	}
+}
+
+// The history names every team's workloads and who changed them: its file, WAL and
+// shared-memory file are the owner's only, and a file left 0644 by an older version is fixed.
+func TestSQLiteFilesArePrivate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fresh, old := filepath.Join(dir, "history.db"), filepath.Join(dir, "old.db")
+	if err := os.WriteFile(old, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fresh, old} {
+		s := openT(t, "sqlite://"+path)
+		mustAppend(t, s, fixture()...)
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+				t.Errorf("%s has mode %v, want no access for group or others", filepath.Base(p), perm)
+			}
+		}
 	}
 }
 

@@ -336,26 +336,57 @@ func (s *sqlStore) Prune(ctx context.Context, maxAge time.Duration, maxCount int
 		}
 	}
 	if maxCount > 0 {
-		// The newest record past the kept ones; it and everything older goes. OFFSET is fine
-		// here: one index walk per prune, not per page.
-		var t time.Time
-		var id string
-		err := s.w.QueryRowContext(ctx, "SELECT occurred_at, id FROM records ORDER BY occurred_at DESC, id DESC LIMIT 1 OFFSET "+
-			strconv.Itoa(maxCount)).Scan(timeScanner{&t}, &id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return deleted, nil
-		}
-		if err != nil {
-			return deleted, s.wrap(ctx, "prune", err)
-		}
-		a := s.args()
-		n, err := s.deleteBatches(ctx, "(occurred_at, id) <= ("+a.add(s.b.timeArg(t))+", "+a.add(id)+")", a)
-		deleted += n
+		// Per team: one team's volume never pushes another's history out.
+		teams, err := s.teams(ctx)
 		if err != nil {
 			return deleted, err
 		}
+		for _, team := range teams {
+			n, err := s.pruneTeam(ctx, team, maxCount)
+			deleted += n
+			if err != nil {
+				return deleted, err
+			}
+		}
 	}
 	return deleted, nil
+}
+
+// teams lists the teams that have records (records_team_time makes it an index walk).
+func (s *sqlStore) teams(ctx context.Context) ([]string, error) {
+	rows, err := s.w.QueryContext(ctx, "SELECT DISTINCT team FROM records")
+	if err != nil {
+		return nil, s.wrap(ctx, "prune", err)
+	}
+	defer rows.Close()
+	var teams []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, s.wrap(ctx, "prune", err)
+		}
+		teams = append(teams, t)
+	}
+	return teams, s.wrap(ctx, "prune", rows.Err())
+}
+
+// pruneTeam deletes all but the team's newest maxCount records.
+func (s *sqlStore) pruneTeam(ctx context.Context, team string, maxCount int) (int64, error) {
+	// The newest record past the kept ones; it and everything older of the team goes. OFFSET
+	// is fine here: one index walk per prune, not per page.
+	var t time.Time
+	var id string
+	a := s.args()
+	err := s.w.QueryRowContext(ctx, "SELECT occurred_at, id FROM records WHERE team = "+a.add(team)+" ORDER BY occurred_at DESC, id DESC LIMIT 1 OFFSET "+
+		strconv.Itoa(maxCount), a.vals...).Scan(timeScanner{&t}, &id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.wrap(ctx, "prune", err)
+	}
+	a = s.args()
+	return s.deleteBatches(ctx, "team = "+a.add(team)+" AND (occurred_at, id) <= ("+a.add(s.b.timeArg(t))+", "+a.add(id)+")", a)
 }
 
 func (s *sqlStore) deleteBatches(ctx context.Context, cond string, a *args) (int64, error) {

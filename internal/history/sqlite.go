@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +15,23 @@ import (
 	"modernc.org/sqlite" // pure Go: no cgo in the build
 	sqlite3 "modernc.org/sqlite/lib"
 )
+
+// private makes the database file (and a WAL or shared-memory file left beside it) readable by
+// its owner only: the history names every team's workloads and who changed them. SQLite gives
+// the WAL and shared-memory files it creates the database file's mode, so creating the file
+// 0600 before SQLite does covers them.
+func private(path string) {
+	// Best effort: a file that cannot be made or changed here is SQLite's to report, with the
+	// classification its errors get.
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		_ = f.Close()
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			_ = os.Chmod(p, fi.Mode().Perm()&0o700)
+		}
+	}
+}
 
 // sqliteOptions are test hooks.
 type sqliteOptions struct {
@@ -38,6 +56,7 @@ func openSQLite(ctx context.Context, path string, so sqliteOptions) (Store, erro
 			return nil, fmt.Errorf("history: sqlite path %s: %w", path, err)
 		}
 		path = abs // fixed now, whatever the working directory is later
+		private(path)
 	}
 	b := backend{
 		name:       "sqlite",

@@ -372,8 +372,15 @@ func (f *LocalFleet) Up(ctx context.Context) (UpResult, error) {
 // prepare assigns ports (keeping the saved ones while free), writes the PKI, kubeconfigs,
 // kwok stages and the state file.
 func (f *LocalFleet) prepare() error {
+	// The state holds admin kubeconfigs, keys, the history and git caches: its owner's only.
+	if err := os.MkdirAll(f.opts.StateDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.opts.StateDir, 0o700); err != nil {
+		return err
+	}
 	for _, d := range []string{"kubeconfigs", "logs", "pids", "etcd"} {
-		if err := os.MkdirAll(filepath.Join(f.opts.StateDir, d), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(f.opts.StateDir, d), 0o700); err != nil {
 			return err
 		}
 	}

@@ -89,7 +89,8 @@ type Options struct {
 	// GitCacheDir holds the git trees Applications are rendered from.
 	GitCacheDir string
 	// HistoryDSN is the history store: sqlite://PATH (default, in the user cache directory)
-	// or postgres://...; HistoryRetention and HistoryMaxRecords bound it (0: unbounded).
+	// or postgres://...; HistoryRetention and HistoryMaxRecords (per team) bound it (0:
+	// unbounded).
 	HistoryDSN        string
 	HistoryRetention  time.Duration
 	HistoryMaxRecords int
@@ -132,7 +133,7 @@ func DefaultOptions() Options {
 		Analysis:            analysis.DefaultSettings(),
 		DriftCheckInterval:  execute.DefaultDriftCheckInterval,
 		HistoryRetention:    90 * 24 * time.Hour,
-		HistoryMaxRecords:   1_000_000,
+		HistoryMaxRecords:   250_000,
 	}
 }
 
@@ -281,7 +282,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		historyDSN = "sqlite://" + filepath.Join(filepath.Dir(gitCache), "history.db")
 	}
 	if o.HistoryRetention < 0 || o.HistoryMaxRecords < 0 {
-		return fmt.Errorf("--history-retention %s, --history-max-records %d: give 0 (no bound) or a positive value, for example 720h and 1000000", o.HistoryRetention, o.HistoryMaxRecords)
+		return fmt.Errorf("--history-retention %s, --history-max-records-per-team %d: give 0 (no bound) or a positive value, for example 720h and 250000", o.HistoryRetention, o.HistoryMaxRecords)
 	}
 	store, err := historian.OpenLazy(ctx, historyDSN, ctrl.Log.WithName("history"))
 	if err != nil {
