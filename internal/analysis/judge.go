@@ -26,6 +26,11 @@ const DefaultConsecutiveErrorLimit = 4
 // errorRetryDelay spaces the retries of a metric without an interval whose measurement erred.
 const errorRetryDelay = 10 * time.Second
 
+// MinMeasurementSpacing is the rate floor: a metric is measured at most once a second, whatever
+// its interval says, so a template of `interval: 0s, count: 100000` cannot turn the
+// controller into a load generator against a web endpoint, Prometheus or a member's Jobs.
+const MinMeasurementSpacing = time.Second
+
 // Field lengths of the API (MaxLength of Measurement.Value and of the messages).
 const (
 	maxValueLength      = 1024
@@ -173,7 +178,8 @@ func IsDryRun(spec rolloutv1alpha1.AnalysisRunSpec, metric string) bool {
 
 // NextMeasurementAt is when the metric's next measurement is due: initialDelay after the run
 // started for the first, interval after the previous one finished for the others (an error
-// without an interval is retried after errorRetryDelay), and at once while one is in progress.
+// without an interval is retried after errorRetryDelay; never sooner than MinMeasurementSpacing),
+// and at once while one is in progress.
 // It is zero once the metric is completed.
 func NextMeasurementAt(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, runStart time.Time) time.Time {
 	if result.Phase.Completed() {
@@ -190,8 +196,8 @@ func NextMeasurementAt(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.Met
 		}
 		return runStart
 	}
-	interval := durationOrZero(metric.Interval)
-	if last.Phase == rolloutv1alpha1.AnalysisError && interval == 0 {
+	interval := max(durationOrZero(metric.Interval), MinMeasurementSpacing)
+	if last.Phase == rolloutv1alpha1.AnalysisError && durationOrZero(metric.Interval) == 0 {
 		interval = errorRetryDelay
 	}
 	finished := runStart

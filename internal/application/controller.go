@@ -522,10 +522,12 @@ func (c *Controller) teamClient(team *tenancyv1alpha1.Team, app *appsv1alpha1.Ap
 	return cl, nil
 }
 
-// impersonatedGroups are the Team's contributor groups an Application acts as. system:masters
-// would bypass authorization altogether: an Application never acts as it.
+// impersonatedGroups are the Team's contributor groups an Application acts as, plus
+// system:authenticated (what every authenticated identity carries). Groups a Team may not name
+// (tenancyv1alpha1.NeverBoundGroups: system:masters bypasses authorization, the others mean
+// everyone) are never acted as, should a Team stored before admission refused them name one.
 func impersonatedGroups(team *tenancyv1alpha1.Team) []string {
-	groups := slices.DeleteFunc(slices.Sorted(slices.Values(team.Spec.Contributors)), func(g string) bool { return g == "system:masters" })
+	groups := slices.DeleteFunc(slices.Sorted(slices.Values(team.Spec.Contributors)), func(g string) bool { return tenancyv1alpha1.WhyNeverBound(g) != "" })
 	return append(groups, "system:authenticated")
 }
 

@@ -50,9 +50,9 @@ func newTeamCommand(g *globals) *cobra.Command {
 			}
 			var allowed *tenancyv1alpha1.TeamClusters
 			if clusters != "" {
-				sel, err := metav1.ParseToLabelSelector(clusters)
+				sel, err := policySelector("--clusters", clusters)
 				if err != nil {
-					return fmt.Errorf("--clusters %q: a label selector such as region=us-east,gpu=true: %w", clusters, err)
+					return fmt.Errorf("%w (a label selector such as region=us-east,gpu=true)", err)
 				}
 				allowed = &tenancyv1alpha1.TeamClusters{Selector: *sel}
 			}

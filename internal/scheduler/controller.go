@@ -695,7 +695,7 @@ func (c *Controller) teamAllowed(ctx context.Context, namespace string, clusters
 	if team.Spec.Clusters == nil {
 		return clusters, "", nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(&team.Spec.Clusters.Selector)
+	sel, err := metav1.LabelSelectorAsSelector(team.Spec.Clusters.Selector.AsMetav1())
 	if err != nil {
 		return nil, "", fmt.Errorf("team %s: spec.clusters.selector: %w", namespace, err)
 	}

@@ -205,7 +205,7 @@ func clusters(ctx context.Context, r client.Reader, app *appsv1alpha1.Applicatio
 	}
 	var allowed func(*clusterv1alpha1.Cluster) bool = func(*clusterv1alpha1.Cluster) bool { return true }
 	if team.Spec.Clusters != nil {
-		sel, err := metav1.LabelSelectorAsSelector(&team.Spec.Clusters.Selector)
+		sel, err := metav1.LabelSelectorAsSelector(team.Spec.Clusters.Selector.AsMetav1())
 		if err != nil {
 			return nil, nil, fmt.Errorf("Team %s/%s spec.clusters.selector: %w", team.Namespace, team.Name, err)
 		}

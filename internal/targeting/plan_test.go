@@ -46,7 +46,7 @@ func TestPlanForWithAProposedTargetPolicy(t *testing.T) {
 	api := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", Labels: map[string]string{"tier": "api"}},
 		Status: appsv1alpha1.ApplicationStatus{Objects: []appsv1alpha1.ApplicationObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}}}}
 	usOnly := &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: tenancyv1alpha1.TeamName},
-		Spec: tenancyv1alpha1.TeamSpec{Clusters: &tenancyv1alpha1.TeamClusters{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "us-east"}}}}}
+		Spec: tenancyv1alpha1.TeamSpec{Clusters: &tenancyv1alpha1.TeamClusters{Selector: policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"region": "us-east"}}}}}
 	divided := &policyv1alpha1.ReplicaScheduling{Type: "Divided"}
 	duplicated := &policyv1alpha1.ReplicaScheduling{Type: "Duplicated"}
 

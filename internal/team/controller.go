@@ -4,13 +4,17 @@
 // another team's namespace.
 //
 // It writes only those two RoleBindings (owned by the Team, so they go with it) and the Team's
-// status; it never touches members, and never grants more than the two ClusterRoles.
+// status; it never touches members, and never grants more than the two ClusterRoles. Groups that
+// mean everyone or bypass authorization (tenancyv1alpha1.NeverBoundGroups) are never bound:
+// admission refuses them, and a Team stored before that rule gets its other groups bound and
+// Ready=False naming the field to fix.
 package team
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -42,22 +46,30 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(kube.RequeueConflicts(c))
 }
 
-// roleBindings are what the Team grants in its namespace.
-func roleBindings(t *tenancyv1alpha1.Team) []*rbacv1.RoleBinding {
-	rb := func(name, role string, groups []string) *rbacv1.RoleBinding {
+// roleBindings are what the Team grants in its namespace, and what it asks for but never gets:
+// one message per group of NeverBoundGroups, naming its field.
+func roleBindings(t *tenancyv1alpha1.Team) (bindings []*rbacv1.RoleBinding, refused []string) {
+	rb := func(name, role, field string, groups []string) *rbacv1.RoleBinding {
 		b := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: name, Labels: map[string]string{"tenancy.flotilla.dev/team": t.Namespace}},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		}
+		for i, g := range groups {
+			if why := tenancyv1alpha1.WhyNeverBound(g); why != "" {
+				refused = append(refused, fmt.Sprintf("spec.%s[%d]: %s is %s and is never bound; remove it and name the team's own groups", field, i, g, why))
+			}
+		}
 		for _, g := range slices.Sorted(slices.Values(groups)) {
-			b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
+			if tenancyv1alpha1.WhyNeverBound(g) == "" {
+				b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
+			}
 		}
 		return b
 	}
 	return []*rbacv1.RoleBinding{
-		rb(tenancyv1alpha1.ContributorRoleBinding, tenancyv1alpha1.ContributorClusterRole, t.Spec.Contributors),
-		rb(tenancyv1alpha1.ReaderRoleBinding, tenancyv1alpha1.ReaderClusterRole, t.Spec.Readers),
-	}
+		rb(tenancyv1alpha1.ContributorRoleBinding, tenancyv1alpha1.ContributorClusterRole, "contributors", t.Spec.Contributors),
+		rb(tenancyv1alpha1.ReaderRoleBinding, tenancyv1alpha1.ReaderClusterRole, "readers", t.Spec.Readers),
+	}, refused
 }
 
 // Reconcile writes the Team's RoleBindings when they differ, and its Ready condition.
@@ -69,11 +81,16 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !t.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	bindings, refused := roleBindings(t)
 	cond := metav1.Condition{Type: tenancyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonRoleBindingsInSync,
-		Message:            fmt.Sprintf("%d contributor and %d reader groups bound in namespace %s", len(t.Spec.Contributors), len(t.Spec.Readers), t.Namespace),
+		Message:            fmt.Sprintf("%d contributor and %d reader groups bound in namespace %s", len(bindings[0].Subjects), len(bindings[1].Subjects), t.Namespace),
 		ObservedGeneration: t.Generation}
+	if len(refused) > 0 {
+		// The other groups are bound all the same: the team keeps working while it fixes its spec.
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, tenancyv1alpha1.ReasonGroupNeverBound, strings.Join(refused, "; ")
+	}
 	var syncErr error
-	for _, want := range roleBindings(t) {
+	for _, want := range bindings {
 		if err := c.ensure(ctx, t, want); err != nil {
 			syncErr = err
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, tenancyv1alpha1.ReasonRoleBindingsFailed, err.Error()

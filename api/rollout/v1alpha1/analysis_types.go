@@ -42,6 +42,7 @@ type Metric struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// interval between measurements. Default: one measurement. A zero interval needs a count.
+	// Measurements of a metric are never less than a second apart, whatever the interval says.
 	// +optional
 	Interval Duration `json:"interval,omitempty"`
 	// initialDelay before the first measurement.
