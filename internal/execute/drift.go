@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Drift is decided without a call to the member: the rendered object, after Retain and with
@@ -251,6 +252,83 @@ func removeAt(node any, segs []string) {
 			removeAt(e, segs[1:])
 		}
 	}
+}
+
+// keepLive sets, in what is about to be applied, the fields a JSON pointer names to their
+// values in the live object (and drops those the live object lacks), so putting one drifted
+// field back never reverts a field the policy's ignoreFields leave to the member. Pointers
+// resolve as in removePointer; a list element is paired with the live element of the same name,
+// else of the same index.
+func keepLive(obj, live map[string]any, pointer string) {
+	if !strings.HasPrefix(pointer, "/") {
+		return
+	}
+	segs := strings.Split(pointer[1:], "/")
+	for i := range segs {
+		segs[i] = unescapePointer(segs[i])
+	}
+	keepLiveAt(obj, live, segs)
+}
+
+func keepLiveAt(node, live any, segs []string) {
+	if len(segs) == 0 {
+		return
+	}
+	switch n := node.(type) {
+	case map[string]any:
+		l, _ := live.(map[string]any)
+		lv, ok := l[segs[0]]
+		if len(segs) == 1 {
+			if ok {
+				n[segs[0]] = runtime.DeepCopyJSONValue(lv)
+			} else {
+				delete(n, segs[0])
+			}
+			return
+		}
+		if ok {
+			keepLiveAt(n[segs[0]], lv, segs[1:])
+		} else {
+			removeAt(n[segs[0]], segs[1:])
+		}
+	case []any:
+		l, _ := live.([]any)
+		for i, e := range n {
+			if !listSegmentMatches(segs[0], i, e) {
+				continue
+			}
+			le, found := pairedElement(l, i, e)
+			switch {
+			case !found:
+				if len(segs) > 1 {
+					removeAt(e, segs[1:])
+				}
+			case len(segs) == 1:
+				n[i] = runtime.DeepCopyJSONValue(le)
+			default:
+				keepLiveAt(e, le, segs[1:])
+			}
+		}
+	}
+}
+
+// pairedElement is the live list's element for the rendered element e at index i: the one of
+// the same name when elements have names, else the one at the same index.
+func pairedElement(live []any, i int, e any) (any, bool) {
+	if m, ok := e.(map[string]any); ok {
+		if name, ok := m["name"].(string); ok {
+			for _, le := range live {
+				if lm, ok := le.(map[string]any); ok && lm["name"] == name {
+					return le, true
+				}
+			}
+			return nil, false
+		}
+	}
+	if i < len(live) {
+		return live[i], true
+	}
+	return nil, false
 }
 
 func listSegmentMatches(seg string, i int, e any) bool {

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -251,5 +252,41 @@ func TestDescribeDrift(t *testing.T) {
 	}
 	if _, err := json.Marshal(got); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Putting drift back applies the rendered object with the ignored fields as the member has
+// them: by container name, by index, with a wildcard, and a field the member dropped stays
+// dropped.
+func TestKeepLiveLeavesIgnoredFieldsToTheMember(t *testing.T) {
+	edited := func(m map[string]any) {
+		container(m, 0)["image"] = "other:2"
+		container(m, 0)["env"] = []any{map[string]any{"name": "LEVEL", "value": "debug"}}
+		m["spec"].(map[string]any)["replicas"] = int64(7)
+		delete(m["metadata"].(map[string]any)["labels"].(map[string]any), "app")
+	}
+	for _, tc := range []struct {
+		pointer string
+		check   func(obj map[string]any) string
+	}{
+		{"/spec/template/spec/containers/web/image", func(obj map[string]any) string { return fmt.Sprint(container(obj, 0)["image"]) }},
+		{"/spec/template/spec/containers/0/image", func(obj map[string]any) string { return fmt.Sprint(container(obj, 0)["image"]) }},
+		{"/spec/template/spec/containers/*/env", func(obj map[string]any) string { return fmt.Sprint(container(obj, 0)["env"]) }},
+		{"/metadata/labels/app", func(obj map[string]any) string {
+			_, has := obj["metadata"].(map[string]any)["labels"].(map[string]any)["app"]
+			return fmt.Sprint(has)
+		}},
+	} {
+		t.Run(tc.pointer, func(t *testing.T) {
+			live := member(t, edited)
+			obj := mustObject(t, rendered)
+			keepLive(obj.Object, live.Object, tc.pointer)
+			if got, want := tc.check(obj.Object), tc.check(live.Object); got != want {
+				t.Errorf("after keepLive %s: %s, want the member's %s", tc.pointer, got, want)
+			}
+			if r := obj.Object["spec"].(map[string]any)["replicas"]; fmt.Sprint(r) == "7" {
+				t.Errorf("replicas %v: a field not ignored must keep its rendered value", r)
+			}
+		})
 	}
 }

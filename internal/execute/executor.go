@@ -548,6 +548,13 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 					return 0, &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)}
 				}
 			}
+			if before != nil && w.Spec.DriftCorrection != nil {
+				// Putting drift back, not a new render: what ignoreFields leave to the member stays
+				// as the member has it.
+				for _, p := range w.Spec.DriftCorrection.IgnoreFields {
+					keepLive(obj.Object, before.Object, p)
+				}
+			}
 			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
 			cancel()
 			if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -366,4 +367,29 @@ func TestDriftIgnoreFieldsAreValidated(t *testing.T) {
 		g.Expect(err).To(gomega.HaveOccurred(), "ignoreFields %v", fields)
 		g.Expect(strings.Contains(err.Error(), "ignoreFields")).To(gomega.BeTrue(), err.Error())
 	}
+}
+
+// Given a Deployment whose policy corrects drift but leaves the image to the member
+// (ignoreFields by container name), when someone changes the image, an env var, spec.replicas
+// and a label by hand, then Flotilla puts back the three it owns and the image stays as the
+// member has it; the event names only what was put back.
+func TestDriftCorrectionKeepsIgnoredFields(t *testing.T) {
+	g := newG(t)
+	ns := "drift-ignore"
+	ensureNamespace(t, cp, ns)
+	createAll(t, g, driftPolicy(ns, &policyv1alpha1.DriftCorrection{IgnoreFields: []string{"/spec/template/spec/containers/web/image"}}), driftedWeb(ns))
+	g.Eventually(func() string { return asPlaced(memberDeployment(t, "east", ns, "web")) }).Should(gomega.BeEmpty())
+
+	changeByHand(t, g, ns)
+
+	g.Eventually(func() string {
+		d := memberDeployment(t, "east", ns, "web")
+		if d == nil {
+			return "missing"
+		}
+		return fmt.Sprintf("%s %s %d", envOf(d)["MODE"], d.Labels["tier"], ptr.Deref(d.Spec.Replicas, 0))
+	}, 30*time.Second, 50*time.Millisecond).Should(gomega.Equal("fast frontend 2"), "the fields Flotilla owns are put back")
+	g.Consistently(func() string { return memberImage(t, "east", ns, "web") }, 3*time.Second, 200*time.Millisecond).
+		Should(gomega.Equal("evil.example/web:pwned"), "the ignored image stays as the member has it")
+	g.Eventually(eventSays(ns, "web-deployment", "DriftCorrected", "replicas")).Should(gomega.BeTrue())
 }
