@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -68,6 +70,62 @@ func IsTransient(err error) bool {
 
 func permanent(field string, format string, args ...any) *Error {
 	return &Error{Field: field, Permanent: true, Err: fmt.Errorf(format, args...)}
+}
+
+// Flags of the controller-manager that raise the bounds of a Fetcher; the error of a bound
+// names its flag.
+const (
+	FlagMaxFetchMiB    = "--git-max-fetch-mib"
+	FlagMaxObjects     = "--git-max-objects"
+	FlagMaxFileMiB     = "--git-max-file-mib"
+	FlagMaxCheckoutMiB = "--git-max-checkout-mib"
+	FlagTeamCacheMiB   = "--git-team-cache-mib"
+)
+
+// boundError is a repository over one of the Fetcher's bounds: what was found, the bound and
+// its figure, and the flag that raises it. Nothing of the fetch stays in the cache.
+func boundError(what, bound string, limit int64, flag string) *Error {
+	figure := sizeOf(limit)
+	if flag == FlagMaxObjects {
+		figure = strconv.FormatInt(limit, 10)
+	}
+	return permanent(FieldRepoURL, "%s, over %s (%s): nothing of it was kept; make the repository smaller, or have the platform raise the controller-manager's %s",
+		what, bound, figure, flag)
+}
+
+// sizeOf writes a byte count for people.
+func sizeOf(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// said is an error whose message is ours alone: the cause stays reachable for errors.Is and
+// errors.As, but its text (which may hold what a server chose to say) is not repeated.
+type said struct {
+	msg   string
+	cause error
+}
+
+func (e *said) Error() string { return e.msg }
+func (e *said) Unwrap() error { return e.cause }
+
+func sayf(cause error, format string, args ...any) error {
+	return &said{msg: fmt.Sprintf(format, args...), cause: cause}
+}
+
+// statusText is an HTTP status as code and reason phrase, never the body.
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("HTTP %d %s", code, t)
+	}
+	return fmt.Sprintf("HTTP %d", code)
 }
 
 func fileError(file string, line int, format string, args ...any) *Error {

@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -33,11 +34,20 @@ import (
 
 // Git says which tree to fetch.
 type Git struct {
-	// RepoURL is https://, http://, ssh://, git:// or scp-like user@host:path.
+	// RepoURL is https://, http://, ssh://, git:// or scp-like user@host:path; it is
+	// normalised (NormalizeRepoURL) before anything is fetched, and refused if it cannot be.
 	RepoURL string
 	// Revision is a branch name, a tag name or a full 40-hex commit SHA; "" means the
 	// remote's HEAD. A name that is both a tag and a branch means the tag, as in git.
 	Revision string
+	// Team is the namespace of the Team the fetch is for. Its trees are cached apart from
+	// every other team's (a team never reads a tree another team's fetch wrote) and count
+	// against its share of the cache (TeamCacheBytes); "" is a team of its own.
+	Team string
+	// Allowed reports whether a normalised repository URL is one the Team allows. An HTTP
+	// redirect may go only to the same scheme and host, and to the repository itself (with
+	// or without .git) or one Allowed accepts; nil accepts none but the repository itself.
+	Allowed func(repoURL string) bool
 }
 
 // Auth is credentials read from a Secret by the caller (keys: username, password, token,
@@ -59,25 +69,90 @@ const (
 	DefaultKeep    = 3
 )
 
-// Fetcher fetches git trees into CacheDir/<sha256(repoURL)[:16]>/<commit>. Its zero value
-// (with CacheDir set) is ready to use; it must not be copied after first use.
+// Bounds limit what one repository may cost the process; a zero field takes its default. A
+// repository over a bound fails with a permanent *Error naming the bound, its figure and the
+// controller-manager flag that raises it, and leaves nothing in the cache.
+type Bounds struct {
+	// MaxFetchBytes bounds what one listing or fetch receives: over HTTP every response byte
+	// (after decompression), over any transport the pack; default 256 MiB.
+	MaxFetchBytes int64
+	// MaxObjects bounds the objects of one pack and the files of one checkout; default 200,000.
+	MaxObjects int
+	// MaxFileBytes bounds one object once inflated (a file, a tree, a delta's result), read
+	// from its header before it is inflated; default 8 MiB.
+	MaxFileBytes int64
+	// MaxCheckoutBytes bounds the files of one checked-out tree, summed before a byte is
+	// written; default 512 MiB.
+	MaxCheckoutBytes int64
+	// TeamCacheBytes is one team's share of the cache: past it the team's least recently used
+	// trees are evicted (never another team's), and a tree bigger than it is refused;
+	// default 1 GiB.
+	TeamCacheBytes int64
+}
+
+// Defaults of Bounds.
+const (
+	DefaultMaxFetchBytes     = 256 << 20
+	DefaultMaxFetchObjects   = 200_000
+	DefaultMaxFetchFileBytes = 8 << 20
+	DefaultMaxCheckoutBytes  = 512 << 20
+	DefaultTeamCacheBytes    = 1 << 30
+)
+
+// DefaultBounds are the bounds a zero Bounds stands for.
+func DefaultBounds() Bounds { return Bounds{}.withDefaults() }
+
+func (b Bounds) withDefaults() Bounds {
+	if b.MaxFetchBytes <= 0 {
+		b.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if b.MaxObjects <= 0 {
+		b.MaxObjects = DefaultMaxFetchObjects
+	}
+	if b.MaxFileBytes <= 0 {
+		b.MaxFileBytes = DefaultMaxFetchFileBytes
+	}
+	if b.MaxCheckoutBytes <= 0 {
+		b.MaxCheckoutBytes = DefaultMaxCheckoutBytes
+	}
+	if b.TeamCacheBytes <= 0 {
+		b.TeamCacheBytes = DefaultTeamCacheBytes
+	}
+	return b
+}
+
+// Fetcher fetches git trees into CacheDir/teams/<team>/<sha256(repoURL)[:16]>/<commit>. Its
+// zero value (with CacheDir set) is ready to use; it must not be copied after first use.
 type Fetcher struct {
 	CacheDir string
 	// Timeout bounds each network operation (listing refs, one fetch); default 60s.
 	Timeout time.Duration
-	// Keep is how many commits of one repository stay in the cache, the most recently
+	// Keep is how many commits of one repository stay in a team's cache, the most recently
 	// used first; default 3. A directory returned by Checkout stays valid until Keep other
-	// commits of the same repository have been checked out since.
+	// commits of the same repository have been checked out since, or the team's share of
+	// the cache pushed it out.
 	Keep int
 
-	// RefsTTL is how long one listing of a repository's refs answers every Resolve of it, so
-	// a push that wakes 500 Applications of one repository costs one request; 0 shares a
-	// listing only with the calls made while it is in flight.
+	// RefsTTL is how long one listing of a repository's refs answers every Resolve of it by
+	// the same team with the same credentials, so a push that wakes 500 Applications of one
+	// repository costs one request; 0 shares a listing only with the calls made while it is
+	// in flight.
 	RefsTTL time.Duration
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-	refs  map[string]*refsListing
+	// Bounds limit what one repository may cost.
+	Bounds
+
+	mu     sync.Mutex
+	locks  map[string]*sync.Mutex
+	refs   map[refsKey]*refsListing
+	sizes  map[string]int64 // bytes of the files of each cached tree, by directory
+	legacy sync.Once        // the cache of one tree per repository, before trees were per team
+}
+
+// refsKey names one shared listing: teams never share one, so a redirect one team allows
+// never answers another.
+type refsKey struct {
+	team, url, creds string
 }
 
 // refsListing is one listing of a repository's refs, shared while in flight and for RefsTTL.
@@ -88,72 +163,13 @@ type refsListing struct {
 	err  error
 }
 
-var (
-	fullSHA = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
-	// scp-like ssh address (user@host:path), as git and kustomize read it.
-	scpURL = regexp.MustCompile(`^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^\s]+$`)
-)
-
-type scheme int
-
-const (
-	schemeHTTP scheme = iota
-	schemeSSH
-	schemeGit
-)
+var fullSHA = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
 
 // checkRepoURL admits only network transports: go-git would also read file:// and plain
 // paths, which would let an Application read the controller's own disk.
 func checkRepoURL(raw string) (scheme, error) {
-	if raw == "" {
-		return 0, permanent(FieldRepoURL, "repoURL is required")
-	}
-	refuse := func(why string) (scheme, error) {
-		return 0, permanent(FieldRepoURL, "repoURL %q %s: use https://, http://, ssh://, git:// or scp-like git@host:path", redactURL(raw), why)
-	}
-	if strings.ContainsAny(raw, " \t\r\n") || strings.HasPrefix(raw, "-") {
-		return refuse("is not a URL")
-	}
-	if scpURL.MatchString(raw) && !strings.Contains(raw, "://") {
-		return schemeSSH, nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return refuse("is not a URL")
-	}
-	var s scheme
-	switch strings.ToLower(u.Scheme) {
-	case "https", "http":
-		s = schemeHTTP
-	case "ssh":
-		s = schemeSSH
-	case "git":
-		s = schemeGit
-	default:
-		return refuse("has an unsupported scheme")
-	}
-	if u.Host == "" {
-		return refuse("has no host")
-	}
-	return s, nil
-}
-
-// redactURL drops the userinfo of a URL so credentials written into repoURL never reach a
-// status message.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err == nil {
-		if u.User == nil {
-			return raw
-		}
-		u.User = nil
-		return u.String()
-	}
-	// Unparseable: cut whatever sits between the scheme and the last @.
-	if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
-		return raw[:i+3] + raw[j+1:]
-	}
-	return raw
+	_, s, err := normalizeRepoURL(raw)
+	return s, err
 }
 
 func (f *Fetcher) timeout() time.Duration {
@@ -170,13 +186,16 @@ func (f *Fetcher) keep() int {
 	return DefaultKeep
 }
 
+func (f *Fetcher) bounds() Bounds { return f.Bounds.withDefaults() }
+
 // Resolve asks the remote (like git ls-remote) which commit g.Revision names now. A full
 // 40-hex SHA is returned as is, lower-cased, without network.
 func (f *Fetcher) Resolve(ctx context.Context, g Git, auth *Auth) (string, error) {
-	s, err := checkRepoURL(g.RepoURL)
+	n, s, err := normalizeRepoURL(g.RepoURL)
 	if err != nil {
 		return "", err
 	}
+	g.RepoURL = n
 	if fullSHA.MatchString(g.Revision) {
 		return strings.ToLower(g.Revision), nil
 	}
@@ -184,40 +203,38 @@ func (f *Fetcher) Resolve(ctx context.Context, g Git, auth *Auth) (string, error
 	if err != nil {
 		return "", err
 	}
-	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.RepoURL}})
-	refs, err := f.listShared(ctx, g.RepoURL, auth, rem, am)
+	refs, err := f.listShared(ctx, g, auth, am)
 	if err != nil {
-		return "", gitError(g, auth, err)
+		return "", err
 	}
 	_, commit, err := pickRef(refs, g)
 	return commit, err
 }
 
-// Forget drops the shared listings of the repositories named, so the next Resolve asks the
-// server: a push webhook says the refs changed.
+// Forget drops the shared listings of the repositories named (normalised URLs), so the next
+// Resolve asks the server: a push webhook says the refs changed.
 func (f *Fetcher) Forget(named func(repoURL string) bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for key := range f.refs {
-		url, _, _ := strings.Cut(key, "|")
-		if named(url) {
+		if named(key.url) {
 			delete(f.refs, key)
 		}
 	}
 }
 
-// listShared lists a repository's refs once for every caller with the same credentials
-// within RefsTTL; a failure is shared only with the callers that waited for it.
-func (f *Fetcher) listShared(ctx context.Context, url string, auth *Auth, rem *git.Remote, am transport.AuthMethod) ([]*plumbing.Reference, error) {
-	key := url
+// listShared lists a repository's refs once for every caller of the same team with the same
+// credentials within RefsTTL; a failure is shared only with the callers that waited for it.
+func (f *Fetcher) listShared(ctx context.Context, g Git, auth *Auth, am transport.AuthMethod) ([]*plumbing.Reference, error) {
+	key := refsKey{team: g.Team, url: g.RepoURL}
 	if auth != nil {
 		h := sha256.Sum256([]byte(auth.Username + "\x00" + auth.Password + "\x00" + auth.Token + "\x00" + string(auth.SSHPrivateKey)))
-		key += "|" + hex.EncodeToString(h[:8])
+		key.creds = hex.EncodeToString(h[:8])
 	}
 	ttl := f.RefsTTL
 	f.mu.Lock()
 	if f.refs == nil {
-		f.refs = map[string]*refsListing{}
+		f.refs = map[refsKey]*refsListing{}
 	}
 	l, ok := f.refs[key]
 	if ok {
@@ -233,7 +250,7 @@ func (f *Fetcher) listShared(ctx context.Context, url string, auth *Auth, rem *g
 		l = &refsListing{done: make(chan struct{})}
 		f.refs[key] = l
 		f.mu.Unlock()
-		l.refs, l.err = f.list(ctx, rem, am)
+		l.refs, l.err = f.list(ctx, g, auth, am)
 		l.at = time.Now()
 		close(l.done)
 		return l.refs, l.err
@@ -247,10 +264,17 @@ func (f *Fetcher) listShared(ctx context.Context, url string, auth *Auth, rem *g
 	}
 }
 
-func (f *Fetcher) list(ctx context.Context, rem *git.Remote, am transport.AuthMethod) ([]*plumbing.Reference, error) {
+// list asks the server for the repository's refs; the error says what to fix.
+func (f *Fetcher) list(ctx context.Context, g Git, auth *Auth, am transport.AuthMethod) ([]*plumbing.Reference, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout())
 	defer cancel()
-	return rem.ListContext(ctx, &git.ListOptions{Auth: am, PeelingOption: git.AppendPeeled})
+	ctx, c := f.newCall(ctx, g)
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.RepoURL}})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: am, PeelingOption: git.AppendPeeled})
+	if err != nil {
+		return nil, gitError(g, auth, c, err)
+	}
+	return refs, nil
 }
 
 // pickRef finds what g.Revision names among the advertised refs: the ref to fetch and the
@@ -273,13 +297,14 @@ func pickRef(refs []*plumbing.Reference, g Git) (plumbing.ReferenceName, string,
 	if rev == "" || rev == "HEAD" {
 		head, ok := byName[plumbing.HEAD]
 		if !ok {
-			return "", "", permanent(FieldRevision, "%s advertises no HEAD: set a branch, tag or full commit SHA", redactURL(g.RepoURL))
+			return "", "", permanent(FieldRevision, "%s advertises no HEAD: set a branch, tag or full commit SHA", g.RepoURL)
 		}
 		if head.Type() == plumbing.SymbolicReference {
 			if c, ok := commitOf(head.Target()); ok {
 				return head.Target(), c, nil
 			}
-			return "", "", permanent(FieldRevision, "HEAD of %s points to %s, which does not exist: set a branch, tag or full commit SHA", redactURL(g.RepoURL), head.Target())
+			// The server names the target: shown bounded and without control characters.
+			return "", "", permanent(FieldRevision, "HEAD of %s points to %q, which does not exist: set a branch, tag or full commit SHA", g.RepoURL, clean(head.Target().String(), 200))
 		}
 		return plumbing.HEAD, head.Hash().String(), nil
 	}
@@ -292,7 +317,7 @@ func pickRef(refs []*plumbing.Reference, g Git) (plumbing.ReferenceName, string,
 			return name, c, nil
 		}
 	}
-	return "", "", permanent(FieldRevision, "revision %q not found in %s: use a branch, tag or full commit SHA", rev, redactURL(g.RepoURL))
+	return "", "", permanent(FieldRevision, "revision %q not found in %s: use a branch, tag or full commit SHA", clean(rev, 200), g.RepoURL)
 }
 
 // authMethod turns the Secret's keys into go-git auth for the URL's transport.
@@ -325,7 +350,7 @@ func sshAuth(repoURL string, a *Auth) (transport.AuthMethod, error) {
 	}
 	ep, err := transport.NewEndpoint(repoURL)
 	if err != nil {
-		return nil, permanent(FieldRepoURL, "repoURL %q: %v", redactURL(repoURL), err)
+		return nil, permanent(FieldRepoURL, "repoURL %s: %s", quoteURL(repoURL), clean(err.Error(), 200))
 	}
 	user := ep.User
 	if a.Username != "" {
@@ -345,7 +370,7 @@ func sshAuth(repoURL string, a *Auth) (transport.AuthMethod, error) {
 			signer, err = gossh.ParsePrivateKeyWithPassphrase(a.SSHPrivateKey, []byte(a.Password))
 		}
 		if err != nil {
-			return nil, permanent(FieldSecretRef, "sshPrivateKey: %v", err)
+			return nil, permanent(FieldSecretRef, "sshPrivateKey: %s", clean(err.Error(), 200))
 		}
 		return &gitssh.PublicKeys{User: user, Signer: signer, HostKeyCallbackHelper: helper}, nil
 	}
@@ -374,7 +399,7 @@ func hostKeyChecker(known []byte, host string, port int) (gitssh.HostKeyCallback
 	}
 	db, err := gitssh.NewKnownHostsDb(tmp.Name())
 	if err != nil {
-		return gitssh.HostKeyCallbackHelper{}, permanent(FieldSecretRef, "knownHosts: %v", err)
+		return gitssh.HostKeyCallbackHelper{}, permanent(FieldSecretRef, "knownHosts: %s", clean(err.Error(), 200))
 	}
 	if port == 0 {
 		port = 22
@@ -385,43 +410,60 @@ func hostKeyChecker(known []byte, host string, port int) (gitssh.HostKeyCallback
 	}, nil
 }
 
-// gitError says which field a git failure is about and whether it repeats.
-func gitError(g Git, auth *Auth, err error) error {
+// gitError says which field a git failure is about and whether it repeats. Its words are
+// ours: an HTTP failure is its status code and reason phrase, never the body (the transport
+// drops it before go-git reads it), and any other text of the failure, which may be a
+// server's, is shown bounded and without control characters.
+func gitError(g Git, auth *Auth, c *call, err error) error {
+	if e := c.failure(); e != nil {
+		return e // a redirect or a bound refused by this package: go-git's error only follows from it
+	}
 	var e *Error
 	if errors.As(err, &e) {
-		return err
+		return e
 	}
-	repo := redactURL(g.RepoURL)
+	repo := g.RepoURL // normalised: never a credential
+	overHTTP := strings.HasPrefix(repo, "http")
+	status := func(code int) string {
+		if overHTTP {
+			return " (" + statusText(code) + ")"
+		}
+		return ""
+	}
+	detail := clean(err.Error(), 300)
 	var keyErr *knownhosts.KeyError
 	msg := err.Error()
 	switch {
 	case errors.Is(err, transport.ErrAuthenticationRequired) || strings.Contains(msg, "unable to authenticate"):
 		if auth == nil {
-			return &Error{Field: FieldSecretRef, Permanent: true, Err: fmt.Errorf("%s requires authentication: set secretRef to a Secret with username and password, token, or sshPrivateKey: %w", repo, err)}
+			return &Error{Field: FieldSecretRef, Permanent: true, Err: sayf(err, "%s requires authentication%s: set secretRef to a Secret with username and password, token, or sshPrivateKey", repo, status(401))}
 		}
-		return &Error{Field: FieldSecretRef, Permanent: true, Err: fmt.Errorf("authentication to %s failed: check the Secret's credentials: %w", repo, err)}
+		return &Error{Field: FieldSecretRef, Permanent: true, Err: sayf(err, "authentication to %s failed%s: check the Secret's credentials", repo, status(401))}
 	case errors.Is(err, transport.ErrAuthorizationFailed):
-		return &Error{Field: FieldSecretRef, Permanent: true, Err: fmt.Errorf("%s denied access with these credentials: %w", repo, err)}
+		return &Error{Field: FieldSecretRef, Permanent: true, Err: sayf(err, "%s denied access with these credentials%s", repo, status(403))}
 	case errors.As(err, &keyErr) || strings.Contains(msg, "knownhosts:"):
-		return &Error{Field: FieldSecretRef, Permanent: true, Err: fmt.Errorf("host key of %s does not match knownHosts: add the server's current key to the Secret's knownHosts: %w", repo, err)}
+		return &Error{Field: FieldSecretRef, Permanent: true, Err: sayf(err, "host key of %s does not match knownHosts: add the server's current key to the Secret's knownHosts (%s)", repo, detail)}
 	case errors.As(err, &git.NoMatchingRefSpecError{}) || errors.Is(err, plumbing.ErrReferenceNotFound):
-		return &Error{Field: FieldRevision, Permanent: true, Err: fmt.Errorf("revision %q not found in %s: use a branch, tag or full commit SHA: %w", g.Revision, repo, err)}
+		return &Error{Field: FieldRevision, Permanent: true, Err: sayf(err, "revision %q not found in %s: use a branch, tag or full commit SHA", clean(g.Revision, 200), repo)}
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return &Error{Field: FieldRepoURL, Permanent: true, Err: fmt.Errorf("repository %s not found (or these credentials cannot see it): %w", repo, err)}
+		return &Error{Field: FieldRepoURL, Permanent: true, Err: sayf(err, "repository %s not found%s (or these credentials cannot see it)", repo, status(404))}
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		return &Error{Field: FieldRepoURL, Permanent: true, Err: fmt.Errorf("repository %s is empty", repo)}
+		return &Error{Field: FieldRepoURL, Permanent: true, Err: sayf(err, "repository %s is empty", repo)}
 	case isTLSFailure(err):
-		return &Error{Field: FieldRepoURL, Permanent: true, Err: fmt.Errorf("TLS to %s: %w", repo, err)}
+		return &Error{Field: FieldRepoURL, Permanent: true, Err: sayf(err, "TLS to %s: %s", repo, detail)}
 	}
-	if code := httpStatus(err); code >= 400 && code < 500 && code != 408 && code != 429 {
-		return &Error{Field: FieldRepoURL, Permanent: true, Err: fmt.Errorf("%s answered HTTP %d: %w", repo, code, err)}
+	if code := httpStatus(err); code != 0 {
+		if code >= 400 && code < 500 && code != 408 && code != 429 {
+			return &Error{Field: FieldRepoURL, Permanent: true, Err: sayf(err, "%s answered %s", repo, statusText(code))}
+		}
+		return &Error{Field: FieldRepoURL, Err: sayf(err, "fetching %s: the server answered %s", repo, statusText(code))}
 	}
 	// Anything else (network, server errors, timeouts, broken packs) may pass: retry.
-	return &Error{Field: FieldRepoURL, Err: fmt.Errorf("fetching %s: %w", repo, err)}
+	return &Error{Field: FieldRepoURL, Err: sayf(err, "fetching %s: %s", repo, detail)}
 }
 
-// repoKey names a repository's cache directory; hashing keeps credentials and odd characters
-// of the URL out of the filesystem.
+// repoKey names a repository's cache directory (of its normalised URL); hashing keeps odd
+// characters of the URL out of the filesystem.
 func repoKey(repoURL string) string {
 	sum := sha256.Sum256([]byte(repoURL))
 	return hex.EncodeToString(sum[:])[:16]
@@ -443,23 +485,28 @@ func (f *Fetcher) lock(key string) func() {
 }
 
 // Checkout makes sure the tree of commit is on disk and returns its directory (without
-// .git). The same (repoURL, commit) is fetched once: later calls answer from the cache
+// .git). The same (team, repoURL, commit) is fetched once: later calls answer from the cache
 // without network. A branch or tag that still points at commit is fetched shallow (depth
 // 1); otherwise the commit itself is asked for when the server allows, else the whole
 // repository is fetched.
 func (f *Fetcher) Checkout(ctx context.Context, g Git, auth *Auth, commit string) (string, error) {
-	s, err := checkRepoURL(g.RepoURL)
+	n, s, err := normalizeRepoURL(g.RepoURL)
 	if err != nil {
 		return "", err
 	}
+	g.RepoURL = n
 	if !fullSHA.MatchString(commit) {
-		return "", permanent(FieldRevision, "commit %q is not a full 40-hex SHA", commit)
+		return "", permanent(FieldRevision, "commit %q is not a full 40-hex SHA", clean(commit, 100))
 	}
 	if f.CacheDir == "" {
 		return "", errors.New("appsource: Fetcher.CacheDir is not set")
 	}
 	commit = strings.ToLower(commit)
-	repoDir := filepath.Join(f.CacheDir, repoKey(g.RepoURL))
+	teamDir, err := f.privateDir("teams", teamDirName(g.Team))
+	if err != nil {
+		return "", cacheError(err)
+	}
+	repoDir := filepath.Join(teamDir, repoKey(g.RepoURL))
 	final := filepath.Join(repoDir, commit)
 	unlock := f.lock(repoDir)
 	defer unlock()
@@ -473,18 +520,25 @@ func (f *Fetcher) Checkout(ctx context.Context, g Git, auth *Auth, commit string
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(repoDir, 0o755); err != nil {
+	if _, err := f.privateDir("teams", teamDirName(g.Team), repoKey(g.RepoURL)); err != nil {
 		return "", cacheError(err)
 	}
 	// Everything is written under a temp name and renamed into place only when complete, so a
-	// crash never leaves a directory named after a commit that is half checked out.
+	// crash or a bound never leaves a directory named after a commit that is half checked out.
 	tmp, err := os.MkdirTemp(repoDir, ".tmp-"+commit[:12]+"-")
 	if err != nil {
 		return "", cacheError(err)
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return "", cacheError(err)
+	}
 	tree := filepath.Join(tmp, "tree")
-	if err := f.fetchTree(ctx, g, auth, am, commit, filepath.Join(tmp, "git"), tree); err != nil {
+	size, err := f.fetchTree(ctx, g, auth, am, commit, filepath.Join(tmp, "git"), tree)
+	if err != nil {
+		return "", cacheError(err)
+	}
+	if err := makePrivate(tree); err != nil {
 		return "", cacheError(err)
 	}
 	if err := os.Rename(tree, final); err != nil {
@@ -493,23 +547,29 @@ func (f *Fetcher) Checkout(ctx context.Context, g Git, auth *Auth, commit string
 			return "", cacheError(err)
 		}
 	}
+	f.setSize(final, size)
 	f.evict(repoDir, commit)
+	f.enforceQuota(teamDir, final)
 	return final, nil
 }
 
-// fetchTree fetches commit into a fresh repository at gitDir and checks it out into tree.
-func (f *Fetcher) fetchTree(ctx context.Context, g Git, auth *Auth, am transport.AuthMethod, commit, gitDir, tree string) error {
+// objectCacheBytes bounds go-git's cache of decoded objects per fetch (its default is 96 MiB,
+// times the fetches running at once).
+const objectCacheBytes = 16 * cache.MiByte
+
+// fetchTree fetches commit into a fresh repository at gitDir and checks it out into tree,
+// returning the bytes of its files.
+func (f *Fetcher) fetchTree(ctx context.Context, g Git, auth *Auth, am transport.AuthMethod, commit, gitDir, tree string) (int64, error) {
 	want := plumbing.NewHash(commit)
 	var attempts []fetchAttempt
 	if !fullSHA.MatchString(g.Revision) {
-		rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.RepoURL}})
-		refs, err := f.list(ctx, rem, am)
+		refs, err := f.list(ctx, g, auth, am)
 		if err != nil {
-			return gitError(g, auth, err)
+			return 0, err
 		}
 		name, c, err := pickRef(refs, g)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if c == commit {
 			attempts = append(attempts, fetchAttempt{spec: "+" + name.String() + ":refs/flotilla/want", depth: 1})
@@ -523,54 +583,110 @@ func (f *Fetcher) fetchTree(ctx context.Context, g Git, auth *Auth, am transport
 		// Each attempt starts from an empty repository: deepening a shallow one is where
 		// go-git is weakest, and a clean start costs only what the previous attempt fetched.
 		if err := os.RemoveAll(gitDir); err != nil {
-			return err
+			return 0, err
 		}
 		if err := os.RemoveAll(tree); err != nil {
-			return err
+			return 0, err
 		}
-		repo, err := git.Init(
-			filesystem.NewStorage(osfs.New(gitDir, osfs.WithBoundOS()), cache.NewObjectLRUDefault()),
-			osfs.New(tree, osfs.WithBoundOS()))
+		fctx, cancel := context.WithTimeout(ctx, f.timeout())
+		fctx, c := f.newCall(fctx, g)
+		store := filesystem.NewStorage(osfs.New(gitDir, osfs.WithBoundOS()), cache.NewObjectLRU(objectCacheBytes))
+		repo, err := git.Init(guardedStorage{Storage: store, c: c}, osfs.New(tree, osfs.WithBoundOS()))
 		if err != nil {
-			return err
+			cancel()
+			return 0, err
 		}
 		rem, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{g.RepoURL}})
 		if err != nil {
-			return err
+			cancel()
+			return 0, err
 		}
 		specs := []config.RefSpec{config.RefSpec(a.spec)}
 		for _, m := range a.more {
 			specs = append(specs, config.RefSpec(m))
 		}
-		fctx, cancel := context.WithTimeout(ctx, f.timeout())
 		err = rem.FetchContext(fctx, &git.FetchOptions{RefSpecs: specs, Depth: a.depth, Auth: am, Tags: git.NoTags})
 		cancel()
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			ge := gitError(g, auth, err)
+			ge := gitError(g, auth, c, err)
 			// A server that does not hand out commits by SHA (it may just hang up on the
 			// request), or a ref that moved since it was listed: the next, wider attempt may
-			// still find the commit. Only an unreachable server or bad credentials end here.
-			if i < len(attempts)-1 && !unreachable(ctx, err) && !isField(ge, FieldSecretRef) {
+			// still find the commit. Only an unreachable server, bad credentials, or a
+			// refusal of this package (a redirect, a bound) end here.
+			if i < len(attempts)-1 && c.failure() == nil && !unreachable(ctx, err) && !isField(ge, FieldSecretRef) {
 				continue
 			}
-			return ge
+			return 0, ge
 		}
 		if _, err := repo.CommitObject(want); err != nil {
 			continue
 		}
+		size, err := f.measure(repo, want)
+		if err != nil {
+			return 0, err
+		}
 		w, err := repo.Worktree()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := w.Checkout(&git.CheckoutOptions{Hash: want, Force: true}); err != nil {
 			// go-git refuses trees that would write outside the worktree (.., .git, paths
 			// through symlinks): that commit will never check out.
 			bad := strings.Contains(err.Error(), "invalid path")
-			return &Error{Field: FieldRevision, Permanent: bad, Err: fmt.Errorf("checking out %s: %w", commit, err)}
+			return 0, &Error{Field: FieldRevision, Permanent: bad, Err: sayf(err, "checking out %s: %s", commit, clean(err.Error(), 300))}
 		}
-		return os.RemoveAll(filepath.Join(tree, ".git"))
+		return size, os.RemoveAll(filepath.Join(tree, ".git"))
 	}
-	return permanent(FieldRevision, "commit %s not found in %s: the revision may have been force-pushed or deleted; use a branch, tag or full commit SHA that exists", commit, redactURL(g.RepoURL))
+	return 0, permanent(FieldRevision, "commit %s not found in %s: the revision may have been force-pushed or deleted; use a branch, tag or full commit SHA that exists", commit, g.RepoURL)
+}
+
+// measure sums the files commit would check out from their object headers, before a byte is
+// written: one file over MaxFileBytes, more files than MaxObjects, or more bytes than
+// MaxCheckoutBytes (or the team's whole share of the cache) refuse the commit.
+func (f *Fetcher) measure(repo *git.Repository, want plumbing.Hash) (int64, error) {
+	b := f.bounds()
+	c, err := repo.CommitObject(want)
+	if err != nil {
+		return 0, err
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return 0, err
+	}
+	limit, bound, flag := b.MaxCheckoutBytes, "the bound on one checkout", FlagMaxCheckoutMiB
+	if b.TeamCacheBytes < limit {
+		limit, bound, flag = b.TeamCacheBytes, "the team's share of the git cache", FlagTeamCacheMiB
+	}
+	short := want.String()[:12]
+	walker := object.NewTreeWalker(tree, true, nil)
+	defer walker.Close()
+	var total int64
+	files := 0
+	for {
+		name, e, err := walker.Next()
+		if errors.Is(err, io.EOF) {
+			return total, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
+			continue
+		}
+		if files++; files > b.MaxObjects {
+			return 0, boundError(fmt.Sprintf("commit %s has more than %d files", short, b.MaxObjects), "the bound on objects", int64(b.MaxObjects), FlagMaxObjects)
+		}
+		size, err := repo.Storer.EncodedObjectSize(e.Hash)
+		if err != nil {
+			return 0, err
+		}
+		if size > b.MaxFileBytes {
+			return 0, boundError(fmt.Sprintf("file %q of commit %s is %s", clean(name, 200), short, sizeOf(size)), "the bound on one file", b.MaxFileBytes, FlagMaxFileMiB)
+		}
+		if total += size; total > limit {
+			return 0, boundError(fmt.Sprintf("commit %s has more than %s of files", short, sizeOf(limit)), bound, limit, flag)
+		}
+	}
 }
 
 type fetchAttempt struct {
@@ -599,43 +715,4 @@ func cacheError(err error) error {
 func isField(err error, field string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Field == field
-}
-
-// evict keeps the f.keep() most recently used commits of a repository (always including
-// the one just checked out) and sweeps temp directories left by a crash.
-func (f *Fetcher) evict(repoDir, current string) {
-	entries, err := os.ReadDir(repoDir)
-	if err != nil {
-		return
-	}
-	type used struct {
-		name string
-		at   time.Time
-	}
-	var commits []used
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(e.Name(), ".tmp-"):
-			if time.Since(info.ModTime()) > time.Hour {
-				_ = os.RemoveAll(filepath.Join(repoDir, e.Name()))
-			}
-		case e.IsDir() && fullSHA.MatchString(e.Name()) && e.Name() != current:
-			commits = append(commits, used{e.Name(), info.ModTime()})
-		}
-	}
-	sort.Slice(commits, func(i, j int) bool { return commits[i].at.After(commits[j].at) })
-	for i, c := range commits {
-		if i < f.keep()-1 {
-			continue
-		}
-		// Rename first: a removal cut short must not leave a partial tree under a commit name.
-		doomed := filepath.Join(repoDir, ".tmp-evict-"+c.name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-		if err := os.Rename(filepath.Join(repoDir, c.name), doomed); err == nil {
-			_ = os.RemoveAll(doomed)
-		}
-	}
 }

@@ -106,7 +106,7 @@ func TestCheckoutIsCachedAndSurvivesServerStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(f.fetcher.CacheDir, repoKey(f.git.RepoURL), f.c1); dir != want {
+	if want := filepath.Join(f.fetcher.CacheDir, "teams", "_", repoKey(f.git.RepoURL), f.c1); dir != want {
 		t.Fatalf("Checkout dir = %s, want %s", dir, want)
 	}
 	mustEqualTree(t, dir, f.filesAtC1) // no .git: the tree only

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -324,4 +325,81 @@ func mustEqualTree(t *testing.T, dir string, want map[string]string) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("tree %s:\n got %v\nwant %v", dir, got, want)
 	}
+}
+
+// gitHTTP serves several repository bases over smart HTTP, each under a URL prefix ("/team-a"
+// serves base/app as /team-a/app), behind an optional front that may answer a request itself
+// (a redirect, an error with a body). It counts the requests that reach each base.
+type gitHTTP struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func startGitHTTP(t *testing.T, bases map[string]string, front func(w http.ResponseWriter, r *http.Request) bool) *gitHTTP {
+	t.Helper()
+	requireGit(t)
+	s := &gitHTTP{hits: map[string]int{}}
+	backends := map[string]*cgi.Handler{}
+	for prefix, base := range bases {
+		backends[prefix] = &cgi.Handler{
+			Path: gitBin, Args: []string{"http-backend"}, Root: prefix,
+			Env: []string{"GIT_PROJECT_ROOT=" + base, "GIT_HTTP_EXPORT_ALL=1",
+				"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + base},
+		}
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if front != nil && front(w, r) {
+			return
+		}
+		for prefix, h := range backends {
+			if strings.HasPrefix(r.URL.Path, prefix+"/") {
+				s.mu.Lock()
+				s.hits[prefix]++
+				s.mu.Unlock()
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *gitHTTP) hitsOf(prefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[prefix]
+}
+
+// commitZeros commits a file of size zero bytes, streamed into git (never a file on disk
+// nor a buffer in this process): git stores it compressed to a few KiB.
+func (r *testRepo) commitZeros(name string, size int64) string {
+	r.t.Helper()
+	cmd := exec.Command(gitBin, "hash-object", "-w", "--stdin")
+	cmd.Dir = r.dir
+	cmd.Env = gitEnv(r.base)
+	cmd.Stdin = io.LimitReader(zeros{}, size)
+	out, err := cmd.Output()
+	if err != nil {
+		r.t.Fatalf("git hash-object: %v", err)
+	}
+	r.git("update-index", "--add", "--cacheinfo", "100644,"+strings.TrimSpace(string(out))+","+name)
+	r.git("commit", "-q", "-m", "zeros")
+	return r.git("rev-parse", "HEAD")
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// noise is n bytes of text that does not compress.
+func noise(n int) string {
+	b := make([]byte, n*3/4+3)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)[:n]
 }
