@@ -163,12 +163,19 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 		}
 		objs, err = appsource.RenderInline(raw, c.Limits)
 	case src.Git != nil:
-		if !repositoryAllowed(team, src.Git.RepoURL) {
-			st.stalled(app, appsv1alpha1.ReasonRepositoryNotAllowed, fmt.Sprintf("spec.source.git.repoURL: %s is not among the repositories Team %s/%s allows (%s); the platform adds it to the Team's spec.repositories",
-				src.Git.RepoURL, team.Namespace, team.Name, listOrNone(team.Spec.Repositories)))
+		// The URL is matched and fetched in one spelling: a spelling a server could resolve to
+		// another repository than the glob matched (%2f, .., credentials) is refused here.
+		repoURL, nerr := appsource.NormalizeRepoURL(src.Git.RepoURL)
+		if nerr != nil {
+			st.stalled(app, appsv1alpha1.ReasonRepositoryNotAllowed, nerr.Error())
 			return ctrl.Result{}, nil
 		}
-		commit, objs, err = c.fetch(ctx, app)
+		if !repositoryAllowed(team, repoURL) {
+			st.stalled(app, appsv1alpha1.ReasonRepositoryNotAllowed, fmt.Sprintf("spec.source.git.repoURL: %s is not among the repositories Team %s/%s allows (%s); the platform adds it to the Team's spec.repositories",
+				repoURL, team.Namespace, team.Name, listOrNone(team.Spec.Repositories)))
+			return ctrl.Result{}, nil
+		}
+		commit, objs, err = c.fetch(ctx, app, team, repoURL)
 	default:
 		st.stalled(app, appsv1alpha1.ReasonRenderFailed, "spec.source: set git or inline")
 		return ctrl.Result{}, nil
@@ -202,7 +209,7 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 	if app.Generation == st.s.ObservedGeneration && st.ready() && c.sameRender(key, hash, now) {
 		if commit != st.s.Commit {
 			st.s.Commit, st.s.LastFetchTime = commit, &metav1.Time{Time: now}
-			msg := fmt.Sprintf("%d objects applied from commit %s of %s", len(templates), short(commit), src.Git.RepoURL)
+			msg := fmt.Sprintf("%d objects applied from commit %s of %s", len(templates), short(commit), appsource.RedactURL(src.Git.RepoURL))
 			st.set(app, appsv1alpha1.ConditionReady, metav1.ConditionTrue, appsv1alpha1.ReasonApplied, msg)
 		}
 		return requeue(src, interval), nil
@@ -246,7 +253,7 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 	st.s.Commit = commit
 	msg := fmt.Sprintf("%d objects applied", len(templates))
 	if commit != "" {
-		msg = fmt.Sprintf("%d objects applied from commit %s of %s", len(templates), short(commit), src.Git.RepoURL)
+		msg = fmt.Sprintf("%d objects applied from commit %s of %s", len(templates), short(commit), appsource.RedactURL(src.Git.RepoURL))
 	}
 	st.s.ObservedGeneration = app.Generation
 	st.set(app, appsv1alpha1.ConditionReady, metav1.ConditionTrue, appsv1alpha1.ReasonApplied, msg)
@@ -310,18 +317,21 @@ func (c *Controller) applyFailed(app *appsv1alpha1.Application, st *status, t te
 	return ctrl.Result{}, errors.New(msg)
 }
 
-// fetch resolves the revision and renders the tree of its commit.
-func (c *Controller) fetch(ctx context.Context, app *appsv1alpha1.Application) (string, []appsource.Object, error) {
+// fetch resolves the revision and renders the tree of its commit. repoURL is the normalised
+// spec.source.git.repoURL; every redirect the server answers with is matched against the
+// Team's repositories too, and the tree is cached for the Team's namespace alone.
+func (c *Controller) fetch(ctx context.Context, app *appsv1alpha1.Application, team *tenancyv1alpha1.Team, repoURL string) (string, []appsource.Object, error) {
 	g := app.Spec.Source.Git
 	if c.syncRequested(app) {
 		// flotilla app sync means "ask the server now", not "use the listing of a moment ago".
-		c.Fetcher.Forget(func(u string) bool { return u == g.RepoURL })
+		c.Fetcher.Forget(func(u string) bool { return u == repoURL })
 	}
 	auth, err := c.auth(ctx, app)
 	if err != nil {
 		return "", nil, err
 	}
-	src := appsource.Git{RepoURL: g.RepoURL, Revision: g.Revision}
+	src := appsource.Git{RepoURL: repoURL, Revision: g.Revision, Team: app.Namespace,
+		Allowed: func(u string) bool { return repositoryAllowed(team, u) }}
 	commit, err := c.Fetcher.Resolve(ctx, src, auth)
 	if err != nil {
 		return "", nil, err
@@ -531,10 +541,16 @@ func impersonatedGroups(team *tenancyv1alpha1.Team) []string {
 	return append(groups, "system:authenticated")
 }
 
-// repositoryAllowed matches a repository URL against the Team's globs.
+// repositoryAllowed matches a repository URL against the Team's globs, both in their
+// normalised spellings (appsource.NormalizeRepoURL and NormalizeRepoGlob): a URL that cannot
+// be normalised (percent-escapes, .. segments, credentials) is allowed by no glob.
 func repositoryAllowed(team *tenancyv1alpha1.Team, url string) bool {
+	u, err := appsource.NormalizeRepoURL(url)
+	if err != nil {
+		return false
+	}
 	for _, g := range team.Spec.Repositories {
-		if ok, err := path.Match(g, url); err == nil && ok {
+		if ok, err := path.Match(appsource.NormalizeRepoGlob(g), u); err == nil && ok {
 			return true
 		}
 	}

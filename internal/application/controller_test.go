@@ -31,6 +31,29 @@ func TestRepositoryAllowedByTeamGlobs(t *testing.T) {
 	}
 }
 
+// team-b's glob matched the raw text of team-b/..%2fteam-a%2fapp.git, and a server that
+// decodes it serves team-a's repository: no spelling that leaves the glob's directory matches.
+func TestEncodedDotDotInRepoURLIsNotAllowedByTeamGlob(t *testing.T) {
+	team := &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b"},
+		Spec: tenancyv1alpha1.TeamSpec{Repositories: []string{"https://git.example.com/team-b/*", "git@Git.Example.com:team-b/*"}}}
+	for url, want := range map[string]bool{
+		"https://git.example.com/team-b/..%2fteam-a%2fapp.git": false,
+		"https://git.example.com/team-b/%2e%2e/team-a":         false,
+		"https://git.example.com/team-b/..":                    false,
+		"https://git.example.com/team-b/..\\team-a":            false,
+		"https://git.example.com/team-b/app.git?../team-a":     false,
+		"https://user:pw@git.example.com/team-b/app.git":       false,
+		"git@git.example.com:team-b/../team-a/app.git":         false,
+		// One repository, however its scheme and host are written.
+		"HTTPS://GIT.example.com:443/team-b/app.git/": true,
+		"git@GIT.EXAMPLE.COM:team-b/app.git":          true,
+	} {
+		if got := repositoryAllowed(team, url); got != want {
+			t.Errorf("%s: allowed %v, want %v", url, got, want)
+		}
+	}
+}
+
 func TestWebhookRefusesWhatNamesNoRepository(t *testing.T) {
 	c := &Controller{}
 	for _, tc := range []struct {
