@@ -88,6 +88,8 @@ type Options struct {
 	DriftCheckInterval time.Duration
 	// GitCacheDir holds the git trees Applications are rendered from.
 	GitCacheDir string
+	// Git bounds what one repository of an Application may cost (see appsource.Bounds).
+	Git GitOptions
 	// HistoryDSN is the history store: sqlite://PATH (default, in the user cache directory)
 	// or postgres://...; HistoryRetention and HistoryMaxRecords (per team) bound it (0:
 	// unbounded).
@@ -114,6 +116,32 @@ type InventoryOptions struct {
 	Steer dashboard.SteerFunc
 }
 
+// GitOptions are appsource.Bounds as flags give them: sizes in MiB.
+type GitOptions struct {
+	MaxFetchMiB    int64 // --git-max-fetch-mib
+	MaxObjects     int   // --git-max-objects
+	MaxFileMiB     int64 // --git-max-file-mib
+	MaxCheckoutMiB int64 // --git-max-checkout-mib
+	TeamCacheMiB   int64 // --git-team-cache-mib
+}
+
+// bounds checks the options and turns them into the Fetcher's bounds; an error names the flag.
+func (g GitOptions) bounds() (appsource.Bounds, error) {
+	for _, f := range []struct {
+		flag string
+		v    int64
+	}{
+		{appsource.FlagMaxFetchMiB, g.MaxFetchMiB}, {appsource.FlagMaxObjects, int64(g.MaxObjects)}, {appsource.FlagMaxFileMiB, g.MaxFileMiB},
+		{appsource.FlagMaxCheckoutMiB, g.MaxCheckoutMiB}, {appsource.FlagTeamCacheMiB, g.TeamCacheMiB},
+	} {
+		if f.v <= 0 || f.v > 1<<30 {
+			return appsource.Bounds{}, fmt.Errorf("%s %d: give a positive number (a bound on what one Application's repository may cost)", f.flag, f.v)
+		}
+	}
+	return appsource.Bounds{MaxFetchBytes: g.MaxFetchMiB << 20, MaxObjects: g.MaxObjects, MaxFileBytes: g.MaxFileMiB << 20,
+		MaxCheckoutBytes: g.MaxCheckoutMiB << 20, TeamCacheBytes: g.TeamCacheMiB << 20}, nil
+}
+
 // DefaultOptions are the production defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -134,6 +162,11 @@ func DefaultOptions() Options {
 		DriftCheckInterval:  execute.DefaultDriftCheckInterval,
 		HistoryRetention:    90 * 24 * time.Hour,
 		HistoryMaxRecords:   250_000,
+		Git: GitOptions{
+			MaxFetchMiB: appsource.DefaultMaxFetchBytes >> 20, MaxObjects: appsource.DefaultMaxFetchObjects,
+			MaxFileMiB: appsource.DefaultMaxFetchFileBytes >> 20, MaxCheckoutMiB: appsource.DefaultMaxCheckoutBytes >> 20,
+			TeamCacheMiB: appsource.DefaultTeamCacheBytes >> 20,
+		},
 	}
 }
 
@@ -173,7 +206,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		gitCache = filepath.Join(base, "flotilla", "git")
 	}
-	apps := &application.Controller{Config: cfg, Fetcher: &appsource.Fetcher{CacheDir: gitCache, RefsTTL: 2 * time.Second}, Hooks: kube.NewQueueSource[reconcile.Request]()}
+	gitBounds, err := o.Git.bounds()
+	if err != nil {
+		return err
+	}
+	apps := &application.Controller{Config: cfg, Fetcher: &appsource.Fetcher{CacheDir: gitCache, RefsTTL: 2 * time.Second, Bounds: gitBounds}, Hooks: kube.NewQueueSource[reconcile.Request]()}
 	// Push webhooks are served beside /metrics, behind the same authentication when secure.
 	metricsOptions.ExtraHandlers = map[string]http.Handler{application.WebhookPath: apps.Webhook()}
 	cfg = rest.CopyConfig(cfg)
