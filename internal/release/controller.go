@@ -286,7 +286,7 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if rel.Spec.Abort {
 		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
 	}
-	if problems := c.validate(ctx, rel, waves, s.binding.BindingSpec().PolicyRef.Kind == "ClusterPropagationPolicy"); len(problems) > 0 {
+	if problems := c.validate(ctx, rel, waves, PlatformStrategy(rel)); len(problems) > 0 {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
 			Message: strings.Join(problems, "; "), ObservedGeneration: rel.Generation})
 		if blocking(problems) {
@@ -594,8 +594,8 @@ func allClusters(waves []Wave) []string {
 }
 
 // validate lists what keeps the release from running: unknown analysis templates block, a
-// wave selecting no cluster is reported and passed over. platform: the strategy comes from a
-// ClusterPropagationPolicy, whose gates must not depend on what a namespace's users write.
+// wave selecting no cluster is reported and passed over. platform: the platform wrote the
+// strategy (PlatformStrategy), so its gates must not depend on what a namespace's users write.
 func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release, waves []Wave, platform bool) []string {
 	var problems []string
 	// Named as the user wrote it: the strategy is the policy's rollout, copied.
@@ -765,10 +765,10 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 		return "", err
 	}
 	// The run records where each metric came from: a namespace's templates get the tenant's
-	// egress and Pod Security rules, ClusterAnalysisTemplates the platform's, but only when a
-	// ClusterPropagationPolicy's gate runs them: a namespaced policy's gate sets the args, and
-	// a tenant's args must not steer a platform template's URL or Job past the tenant's rules.
-	platformGate := s.binding.BindingSpec().PolicyRef.Kind == "ClusterPropagationPolicy"
+	// egress and Pod Security rules, ClusterAnalysisTemplates the platform's, but only when the
+	// platform wrote the gate (PlatformStrategy): a tenant's gate sets the args, and a tenant's
+	// args must not steer a platform template's URL or Job past the tenant's rules.
+	platformGate := PlatformStrategy(rel)
 	from := make([]analysis.Template, len(specs))
 	for i := range specs {
 		from[i] = analysis.Template{Name: gate.Templates[i].TemplateName, ClusterScope: gate.Templates[i].ClusterScope && platformGate, Spec: specs[i]}

@@ -77,18 +77,39 @@ func DeleteHistory(ctx context.Context, c client.Client, b workv1alpha1.Binding)
 
 // PolicySpec reads the spec of the policy a binding names.
 func PolicySpec(ctx context.Context, c client.Reader, ref workv1alpha1.PolicyReference) (*policyv1alpha1.PropagationSpec, error) {
+	p, err := policyOf(ctx, c, ref)
+	if err != nil {
+		return nil, err
+	}
+	return p.spec, nil
+}
+
+// boundPolicy is the policy a binding names: its spec, and who wrote its rollout.
+type boundPolicy struct {
+	spec *policyv1alpha1.PropagationSpec
+	// trust is StrategyTrustPlatform only for a ClusterPropagationPolicy whose rollout the
+	// platform wrote; a namespace's PropagationPolicy, or a generated ClusterPropagationPolicy
+	// carrying a team's rollout (policyv1alpha1.RolloutWrittenByAnnotation), is the namespace's.
+	trust string
+}
+
+func policyOf(ctx context.Context, c client.Reader, ref workv1alpha1.PolicyReference) (boundPolicy, error) {
 	if ref.Kind == "ClusterPropagationPolicy" {
 		p := &policyv1alpha1.ClusterPropagationPolicy{}
 		if err := c.Get(ctx, client.ObjectKey{Name: ref.Name}, p); err != nil {
-			return nil, err
+			return boundPolicy{}, err
 		}
-		return &p.Spec, nil
+		trust := StrategyTrustPlatform
+		if _, tenant := p.Annotations[policyv1alpha1.RolloutWrittenByAnnotation]; tenant {
+			trust = StrategyTrustNamespace
+		}
+		return boundPolicy{spec: &p.Spec, trust: trust}, nil
 	}
 	p := &policyv1alpha1.PropagationPolicy{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, p); err != nil {
-		return nil, err
+		return boundPolicy{}, err
 	}
-	return &p.Spec, nil
+	return boundPolicy{spec: &p.Spec, trust: StrategyTrustNamespace}, nil
 }
 
 // ReleaseName is the name of the release of a binding's revision.
@@ -104,10 +125,11 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	bs := b.BindingSpec()
-	policy, err := PolicySpec(ctx, r.Client, bs.PolicyRef)
+	bound, err := policyOf(ctx, r.Client, bs.PolicyRef)
 	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	policy := bound.spec
 	if policy.Rollout == nil {
 		if bs.Revisions != nil { // the rollout was removed: every cluster takes the template as it is
 			if err := r.setRevisions(ctx, b, nil); err != nil {
@@ -153,12 +175,12 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if err := r.setRevisions(ctx, b, &workv1alpha1.Revisions{Latest: 1, Stable: 0, Traffic: routing}); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.startRelease(ctx, b, policy, 1, 0)
+		return ctrl.Result{}, r.startRelease(ctx, b, bound, 1, 0)
 	}
 	if bs.Revisions.Stable == 0 && bs.Revisions.Latest == 1 {
 		// A staged first release whose creation failed after the revisions were written.
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: ReleaseName(b, 1)}, &rolloutv1alpha1.Release{}); apierrors.IsNotFound(err) {
-			if err := r.startRelease(ctx, b, policy, 1, 0); err != nil {
+			if err := r.startRelease(ctx, b, bound, 1, 0); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -174,7 +196,7 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := r.record(ctx, b, tmpl, next, hash); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.startRelease(ctx, b, policy, next, bs.Revisions.Stable); err != nil {
+	if err := r.startRelease(ctx, b, bound, next, bs.Revisions.Stable); err != nil {
 		return ctrl.Result{}, err
 	}
 	revs := bs.Revisions.DeepCopy()
@@ -215,16 +237,19 @@ func TrafficTargets(r *policyv1alpha1.RolloutStrategy) *workv1alpha1.TrafficTarg
 }
 
 // startRelease creates the Release that moves revision next in from stable.
-func (r *Recorder) startRelease(ctx context.Context, b workv1alpha1.Binding, policy *policyv1alpha1.PropagationSpec, next, stable int64) error {
+func (r *Recorder) startRelease(ctx context.Context, b workv1alpha1.Binding, policy boundPolicy, next, stable int64) error {
 	bs := b.BindingSpec()
+	// Who wrote the strategy is decided here, once, with the strategy it is copied with: a
+	// later change of the binding's policy must not lend a running release more trust.
+	labels := map[string]string{BindingLabel: bindingHash(b), PolicyKindLabel: bs.PolicyRef.Kind, StrategyTrustLabel: policy.trust}
 	rel := &rolloutv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: map[string]string{BindingLabel: bindingHash(b), PolicyKindLabel: bs.PolicyRef.Kind}},
+		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: labels},
 		Spec: rolloutv1alpha1.ReleaseSpec{
 			Binding:        rolloutv1alpha1.BindingReference{Kind: bindingKind(b), Name: b.GetName()},
 			Resource:       rolloutv1alpha1.ResourceReference{APIVersion: bs.Resource.APIVersion, Kind: bs.Resource.Kind, Namespace: bs.Resource.Namespace, Name: bs.Resource.Name},
 			Revision:       next,
 			StableRevision: stable,
-			Strategy:       *policy.Rollout.DeepCopy(),
+			Strategy:       *policy.spec.Rollout.DeepCopy(),
 		},
 	}
 	if b.GetNamespace() != "" {

@@ -29,9 +29,32 @@ const (
 	// PolicyKindLabel on a Release is the kind of policy whose rollout it runs: the admission
 	// policy lets only those who may update ClusterPropagationPolicies steer the platform's.
 	PolicyKindLabel = "rollout.flotilla.dev/policy-kind"
+	// StrategyTrustLabel on a Release says whose limits its strategy's gates and steps run
+	// with: StrategyTrustPlatform only when the platform wrote the rollout (a
+	// ClusterPropagationPolicy not generated from a team's TargetPolicy), else
+	// StrategyTrustNamespace. Recorded when the release is created, with the strategy.
+	StrategyTrustLabel = "rollout.flotilla.dev/strategy-trust"
 	// RevisionHashAnnotation is the workload hash a revision was recorded for.
 	RevisionHashAnnotation = "rollout.flotilla.dev/revision-hash"
 )
+
+// Values of StrategyTrustLabel.
+const (
+	StrategyTrustPlatform  = "platform"
+	StrategyTrustNamespace = "namespace"
+)
+
+// PlatformStrategy reports whether a release's strategy was written by the platform, so its
+// gates may run ClusterAnalysisTemplates with the platform's allowances. It reads what was
+// recorded when the release was created, never the binding's policy now: a template relabelled
+// into a platform policy mid-release must not lend the tenant's strategy the platform's trust.
+func PlatformStrategy(rel *rolloutv1alpha1.Release) bool {
+	if t, ok := rel.Labels[StrategyTrustLabel]; ok {
+		return t == StrategyTrustPlatform
+	}
+	// Recorded before the trust label existed: the policy kind it was released by.
+	return rel.Labels[PolicyKindLabel] == "ClusterPropagationPolicy"
+}
 
 // RevisionName is the ControllerRevision holding a binding's revision rev.
 func RevisionName(b workv1alpha1.Binding, rev int64) string {

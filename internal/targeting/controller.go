@@ -286,7 +286,11 @@ func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application
 	overrides := policyv1alpha1.OverrideSpec{ResourceSelectors: plan.Spec.ResourceSelectors, OverrideRules: plan.OverrideRules}
 	var pp, op client.Object
 	if plan.Kind == "ClusterPropagationPolicy" {
-		pp = &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: plan.Name, Labels: generatedLabels}, Spec: plan.Spec}
+		cpp := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: plan.Name, Labels: generatedLabels}, Spec: plan.Spec}
+		if plan.RolloutWrittenBy != "" {
+			cpp.Annotations = map[string]string{policyv1alpha1.RolloutWrittenByAnnotation: "TargetPolicy " + plan.RolloutWrittenBy}
+		}
+		pp = cpp
 		if len(plan.OverrideRules) > 0 {
 			op = &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: plan.Name, Labels: generatedLabels}, Spec: overrides}
 		}
@@ -355,7 +359,8 @@ func (c *Controller) ensure(ctx context.Context, app *appsv1alpha1.Application, 
 		return &nameTakenError{fmt.Sprintf("%s %s exists and was not generated for Application %s/%s (labels %s=%q, %s=%q): rename or delete it, or rename the Application",
 			kindOf(want), want.GetName(), app.Namespace, app.Name, AppNamespaceLabel, l[AppNamespaceLabel], AppNameLabel, l[AppNameLabel])}
 	}
-	if specOf(cur) == nil || !equality.Semantic.DeepEqual(specOf(cur), specOf(want)) || !reflect.DeepEqual(cur.GetLabels(), want.GetLabels()) {
+	if specOf(cur) == nil || !equality.Semantic.DeepEqual(specOf(cur), specOf(want)) || !reflect.DeepEqual(cur.GetLabels(), want.GetLabels()) ||
+		cur.GetAnnotations()[policyv1alpha1.RolloutWrittenByAnnotation] != want.GetAnnotations()[policyv1alpha1.RolloutWrittenByAnnotation] {
 		want.SetResourceVersion(cur.GetResourceVersion())
 		if len(want.GetOwnerReferences()) == 0 {
 			want.SetOwnerReferences(cur.GetOwnerReferences())

@@ -43,6 +43,11 @@ type Plan struct {
 	Spec policyv1alpha1.PropagationSpec
 	// OverrideRules of the generated override policy; none means no override policy.
 	OverrideRules []policyv1alpha1.OverrideRule
+	// RolloutWrittenBy names the TargetPolicy (NAMESPACE/NAME) whose rollout a generated
+	// ClusterPropagationPolicy carries: a team wrote it, so it keeps the team's limits
+	// (policyv1alpha1.RolloutWrittenByAnnotation). Empty when the platform wrote the rollout,
+	// or the policy is the namespace's own.
+	RolloutWrittenBy string
 }
 
 // Placed reports whether the plan generates a policy.
@@ -114,6 +119,13 @@ func PlanFor(ctx context.Context, r client.Reader, app *appsv1alpha1.Application
 		},
 		Rollout:        first(targets, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.RolloutStrategy { return s.Rollout }),
 		DeletionPolicy: first(targets, func(s *appsv1alpha1.TargetSpec) policyv1alpha1.DeletionPolicy { return s.DeletionPolicy }),
+	}
+	if platform {
+		// Trust follows the writer: a team's rollout copied into the platform's policy keeps
+		// the team's limits (release.StrategyTrustLabel).
+		if i := slices.IndexFunc(targets, func(t target) bool { return t.spec.Rollout != nil }); i >= 0 && !targets[i].cluster {
+			p.RolloutWrittenBy = targets[i].ref
+		}
 	}
 	for _, t := range targets {
 		p.OverrideRules = append(p.OverrideRules, t.spec.OverrideRules...)

@@ -137,3 +137,46 @@ func TestPlanForRefusesOtherKinds(t *testing.T) {
 		t.Error("a PropagationPolicy was taken as a target policy")
 	}
 }
+
+// Trust follows the writer: a team's rollout copied into the platform's generated policy is
+// named as the team's, so its gates never run with the platform's allowances.
+func TestATeamsRolloutInThePlatformsPolicyIsMarkedAsTheTeams(t *testing.T) {
+	cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: map[string]string{"region": "us-east"}}}
+	web := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Labels: map[string]string{"tier": "web"}},
+		Status: appsv1alpha1.ApplicationStatus{Objects: []appsv1alpha1.ApplicationObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}}
+	gated := &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "checked", Gates: policyv1alpha1.Gates{Analysis: &policyv1alpha1.AnalysisGate{
+		Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: "host-probe", ClusterScope: true}}}}}}}
+	cases := []struct {
+		name      string
+		policies  []client.Object
+		kind      string
+		writtenBy string
+	}{
+		{"the team's rollout, the platform's placement", []client.Object{
+			targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east"), Rollout: gated}),
+			clusterTargetPolicy("platform", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east")}),
+		}, "ClusterPropagationPolicy", "shop/web"},
+		{"the platform's rollout", []client.Object{
+			targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east")}),
+			clusterTargetPolicy("platform", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east"), Rollout: gated}),
+		}, "ClusterPropagationPolicy", ""},
+		{"the team's own policy", []client.Object{
+			targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east"), Rollout: gated}),
+		}, "PropagationPolicy", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(append(c.policies, cluster)...).Build()
+			p, err := PlanFor(context.Background(), r, web, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Kind != c.kind || p.RolloutWrittenBy != c.writtenBy {
+				t.Errorf("plan %s with rollout written by %q, want %s by %q", p.Kind, p.RolloutWrittenBy, c.kind, c.writtenBy)
+			}
+			if p.Spec.Rollout == nil {
+				t.Errorf("the rollout is not carried")
+			}
+		})
+	}
+}

@@ -4,6 +4,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// RolloutWrittenByAnnotation on a ClusterPropagationPolicy names the namespace's object whose
+// rollout it carries (TargetPolicy NAMESPACE/NAME), when Flotilla generated the policy from a
+// team's TargetPolicy and a platform ClusterTargetPolicy together. Trust follows the writer:
+// such a rollout's gates and steps keep that namespace's limits (its AnalysisTemplates, egress
+// and Pod Security), never the platform's. It can only lower trust, never raise it.
+const RolloutWrittenByAnnotation = "policy.flotilla.dev/rollout-written-by"
+
 // RolloutStrategy says how a change to a template travels over its clusters: wave by wave,
 // each wave gated, with automatic rollback when a wave goes bad.
 // +kubebuilder:validation:XValidation:rule="self.waves.filter(w, has(w.percentage)).map(w, w.percentage).sum() <= 100",message="rollout.waves: the percentages add up to more than 100; make them sum to 100 at most (10, 20, 70)"
