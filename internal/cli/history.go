@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -97,6 +98,11 @@ func newHistoryCommand(g *globals) *cobra.Command {
   %[1]s history -w`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if team != "" {
+				if errs := validation.IsDNS1123Label(team); len(errs) > 0 {
+					return fmt.Errorf("-n %q: a team is its namespace, so a DNS label (lower-case letters, digits and '-'): %s", team, strings.Join(errs, "; "))
+				}
+			}
 			c, base, err := g.inventoryClient(invURL)
 			if err != nil {
 				return err

@@ -84,7 +84,33 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		newBenchCommand(g), newDemoCommand(g), newVersionCommand(g),
 	)
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes a command group (export, release, team, ...) fail on a
+// subcommand it does not have, as kubectl does: cobra would print its help and exit 0, so a
+// typo in a script would pass unnoticed. Without arguments a group still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() || cmd == cmd.Root() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		var names []string
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() {
+				names = append(names, s.Name())
+			}
+		}
+		return fmt.Errorf("unknown command %q for %q: use one of %s (%s --help)", args[0], c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
+	}
 }
 
 // withKubeFlags adds kubectl's connection flags to commands that talk to the control plane.

@@ -98,3 +98,27 @@ func TestDashboardRefusesCleartextBeyondLoopback(t *testing.T) {
 		t.Fatalf("serving tokens in clear beyond this machine must be refused, got %v", err)
 	}
 }
+
+// A subcommand a group does not have is an error (exit 1), as in kubectl, not its help with
+// exit 0; the group alone still prints its help.
+func TestUnknownSubcommandFails(t *testing.T) {
+	for _, args := range [][]string{{"export", "bogus"}, {"release", "bogus"}, {"team", "nosuch-verb"}} {
+		_, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "unknown command \""+args[1]+"\"") {
+			t.Errorf("%v: error = %v, want unknown command", args, err)
+		}
+	}
+	out, err := run(t, "export")
+	if err != nil || !strings.Contains(out, "argocd") {
+		t.Errorf("export alone: %v, want its help listing argocd:\n%s", err, out)
+	}
+}
+
+// history -n takes a team's namespace: anything that cannot be one is refused before any
+// request, naming the flag.
+func TestHistoryRefusesANamespaceThatCannotBeOne(t *testing.T) {
+	_, err := run(t, "history", "-n", "Bad NS!", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+	if err == nil || !strings.Contains(err.Error(), `-n "Bad NS!"`) {
+		t.Fatalf("error = %v, want it to name -n", err)
+	}
+}

@@ -110,6 +110,15 @@ func newTeamCommand(g *globals) *cobra.Command {
 		Short: "Show one team (-o yaml|json, else a table)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.controlPlaneClient()
+			if err != nil {
+				return err
+			}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: args[0], Name: tenancyv1alpha1.TeamName}, &tenancyv1alpha1.Team{}); apierrors.IsNotFound(err) {
+				return fmt.Errorf("team %s not found: namespace %s holds no Team (`%s team list` lists them; `%s team create %s` makes one)", args[0], args[0], invokedName(), invokedName(), args[0])
+			} else if err != nil {
+				return fmt.Errorf("reading team %s: %w", args[0], err)
+			}
 			switch output {
 			case "", "wide":
 				cfg, err := g.controlPlaneConfig()

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -238,6 +239,10 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, u *User) {
 	f := history.Filter{Team: q.Get("team"), Application: q.Get("application"), Cluster: q.Get("cluster"), Cause: q.Get("cause"), Kind: q.Get("kind"), Name: q.Get("name")}
 	if f.Cause != "" && !slices.Contains(historian.Causes, f.Cause) {
 		fail(w, http.StatusBadRequest, "cause", "cause %q: use one of %s", f.Cause, strings.Join(historian.Causes, ", "))
+		return
+	}
+	if f.Team != "" && len(validation.IsDNS1123Label(f.Team)) > 0 {
+		fail(w, http.StatusBadRequest, "team", "team %.80q: a team is its namespace, a DNS label (lower-case letters, digits and '-', at most 63)", f.Team)
 		return
 	}
 	now := time.Now()
