@@ -501,6 +501,13 @@ func waveName(rel *rolloutv1alpha1.Release) string {
 
 func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64) error {
 	revs := t.binding.BindingSpec().Revisions
+	if to < 0 {
+		return fmt.Errorf("--to-revision %d: give a revision number from 1 (or leave it out to undo the last release)", to)
+	}
+	if revs == nil {
+		r := t.binding.BindingSpec().Resource
+		return fmt.Errorf("%s/%s: no revisions are recorded, so there is nothing to undo: its policy has no spec.rollout", strings.ToLower(r.Kind), r.Name)
+	}
 	if to == 0 {
 		if t.release != nil && t.release.Spec.StableRevision == 0 {
 			// Before a staged first release there was no revision: the objects ran unmanaged.
@@ -547,7 +554,7 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 		}
 	}
 	if err := t.c.Update(ctx, tmpl); err != nil {
-		return err
+		return fmt.Errorf("--to-revision %d: putting the workload of revision %d back into %s: %w", to, to, arg, err)
 	}
 	fmt.Fprintf(out, "%s: workload of revision %d put back; a new release carries it\n", arg, to)
 	return nil

@@ -231,7 +231,7 @@ func TestTenantUsesFlotillaButCannotForgeItsObjects(t *testing.T) {
 	forbidden(g, cp.Create(ctx, rel.DeepCopy()), "releases are written by Flotilla alone")
 	run := &rolloutv1alpha1.AnalysisRun{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "team-a"},
 		Spec: rolloutv1alpha1.AnalysisRunSpec{Metrics: []rolloutv1alpha1.Metric{{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: "https://example.com"}}}}}}
-	forbidden(g, cp.Create(ctx, run), "analysisruns are written by Flotilla alone")
+	forbidden(g, cp.Create(ctx, run), "analysisruns are written by Flotilla alone; spec.rollout.waves[].gates.analysis")
 	forbidden(g, withoutConflict(func() error {
 		b := &workv1alpha1.ResourceBinding{}
 		if err := cp.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-deployment"}, b); err != nil {
