@@ -98,6 +98,9 @@ type Options struct {
 	HistoryMaxRecords int
 	// Inventory serves the inventory API when its address is set.
 	Inventory InventoryOptions
+	// GitWebhookRequireSignature refuses unsigned git push webhooks, also for the Applications
+	// of Teams that name no webhook secret (spec.webhook.secretRef).
+	GitWebhookRequireSignature bool
 }
 
 // InventoryOptions say where and how the inventory API is served.
@@ -212,7 +215,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	apps := &application.Controller{Config: cfg, Fetcher: &appsource.Fetcher{CacheDir: gitCache, RefsTTL: 2 * time.Second, Bounds: gitBounds}, Hooks: kube.NewQueueSource[reconcile.Request]()}
 	// Push webhooks are served beside /metrics, behind the same authentication when secure.
-	metricsOptions.ExtraHandlers = map[string]http.Handler{application.WebhookPath: apps.Webhook()}
+	metricsOptions.ExtraHandlers = map[string]http.Handler{application.WebhookPath: apps.Webhook(application.RequireSignature(o.GitWebhookRequireSignature))}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
