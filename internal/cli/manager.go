@@ -75,6 +75,11 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 	o.Inventory.Steer = steerRelease
 	fs.BoolVar(&o.GitWebhookRequireSignature, "git-webhook-require-signature", false, "refuse unsigned git push webhooks (POST /hooks/git) for every Team; without it, pushes for the Applications of a Team that names no spec.webhook.secretRef need no signature")
 	fs.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for the git trees Applications render from (default: the user cache directory's flotilla/git)")
+	fs.Int64Var(&o.Git.MaxFetchMiB, "git-max-fetch-mib", o.Git.MaxFetchMiB, "MiB one git listing or fetch of an Application may receive")
+	fs.IntVar(&o.Git.MaxObjects, "git-max-objects", o.Git.MaxObjects, "objects one fetched pack (and files one checkout) may hold")
+	fs.Int64Var(&o.Git.MaxFileMiB, "git-max-file-mib", o.Git.MaxFileMiB, "MiB one file of a fetched repository may have once inflated")
+	fs.Int64Var(&o.Git.MaxCheckoutMiB, "git-max-checkout-mib", o.Git.MaxCheckoutMiB, "MiB of files one checked-out commit may hold")
+	fs.Int64Var(&o.Git.TeamCacheMiB, "git-team-cache-mib", o.Git.TeamCacheMiB, "MiB of git trees one team keeps cached; its least recently used go first")
 	fs.StringVar(&o.PprofAddress, "pprof-bind-address", "", "address of net/http/pprof for profiling; off when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the control plane")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the control plane")

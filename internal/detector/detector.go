@@ -47,6 +47,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/match"
+	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
 // BindingFinalizer holds a binding until its Works are gone; the binding controller owns it.
@@ -311,6 +312,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		Group:              group,
 		DriftCorrection:    driftCorrection(best.spec.DriftCorrection),
 	}
+	d.warnIgnoredNothing(best.ref, best.spec.DriftCorrection, tmpl)
 	// The user's switches, from the template: the detector is their only writer here.
 	spec.Suspend, spec.UnmanagedClusters = workv1alpha1.SwitchesFrom(tmpl.GetAnnotations())
 	binding := workv1alpha1.NewBinding(bindingKey.Namespace, bindingKey.Name)
@@ -342,6 +344,24 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 
 // driftCorrection copies the policy's driftCorrection with its default filled in, so the
 // binding shows the mode in force.
+// warnIgnoredNothing tells, on the template, of an ignoreFields pointer of its policy that
+// names no field the template sets (a container name misspelt, an index past the end): it
+// ignores nothing, so drift there is still corrected. Admission cannot see the templates a
+// policy will select, and the same pointer may fit another of them, so the policy stays valid.
+func (d *Detector) warnIgnoredNothing(ref workv1alpha1.PolicyReference, dc *policyv1alpha1.DriftCorrection, tmpl *unstructured.Unstructured) {
+	if dc == nil || d.Recorder == nil {
+		return
+	}
+	for i, p := range dc.IgnoreFields {
+		if render.PointerResolves(tmpl.Object, p) {
+			continue
+		}
+		d.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "IgnoreFieldMatchesNothing", "Select",
+			"%s %s: spec.driftCorrection.ignoreFields[%d] %q names no field %s %s sets, so it ignores nothing; check the container name or index (by name: /spec/template/spec/containers/NAME/image)",
+			ref.Kind, strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/"), i, p, tmpl.GetKind(), tmpl.GetName())
+	}
+}
+
 func driftCorrection(d *policyv1alpha1.DriftCorrection) *workv1alpha1.DriftCorrection {
 	out := &workv1alpha1.DriftCorrection{Mode: string(policyv1alpha1.DriftCorrect)}
 	if d != nil {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
 // Drift is decided without a call to the member: the rendered object, after Retain and with
@@ -211,21 +213,12 @@ func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-func unescapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
-}
-
 // removePointer deletes the field a JSON pointer names from obj. Under a list a segment is an
 // index, "*" for every element, or the name of the element.
 func removePointer(obj map[string]any, pointer string) {
-	if !strings.HasPrefix(pointer, "/") {
-		return
+	if segs := render.PointerSegments(pointer); segs != nil {
+		removeAt(obj, segs)
 	}
-	segs := strings.Split(pointer[1:], "/")
-	for i := range segs {
-		segs[i] = unescapePointer(segs[i])
-	}
-	removeAt(obj, segs)
 }
 
 func removeAt(node any, segs []string) {
@@ -241,7 +234,7 @@ func removeAt(node any, segs []string) {
 		removeAt(n[segs[0]], segs[1:])
 	case []any:
 		for i, e := range n {
-			if !listSegmentMatches(segs[0], i, e) {
+			if !render.SegmentMatches(segs[0], i, e) {
 				continue
 			}
 			if len(segs) == 1 {
@@ -260,14 +253,9 @@ func removeAt(node any, segs []string) {
 // resolve as in removePointer; a list element is paired with the live element of the same name,
 // else of the same index.
 func keepLive(obj, live map[string]any, pointer string) {
-	if !strings.HasPrefix(pointer, "/") {
-		return
+	if segs := render.PointerSegments(pointer); segs != nil {
+		keepLiveAt(obj, live, segs)
 	}
-	segs := strings.Split(pointer[1:], "/")
-	for i := range segs {
-		segs[i] = unescapePointer(segs[i])
-	}
-	keepLiveAt(obj, live, segs)
 }
 
 func keepLiveAt(node, live any, segs []string) {
@@ -294,7 +282,7 @@ func keepLiveAt(node, live any, segs []string) {
 	case []any:
 		l, _ := live.([]any)
 		for i, e := range n {
-			if !listSegmentMatches(segs[0], i, e) {
+			if !render.SegmentMatches(segs[0], i, e) {
 				continue
 			}
 			le, found := pairedElement(l, i, e)
@@ -331,13 +319,6 @@ func pairedElement(live []any, i int, e any) (any, bool) {
 	return nil, false
 }
 
-func listSegmentMatches(seg string, i int, e any) bool {
-	if seg == "*" || seg == strconv.Itoa(i) {
-		return true
-	}
-	m, ok := e.(map[string]any)
-	return ok && m["name"] == seg
-}
 
 // secretForComparison turns a Secret's stringData into data, which is what the member stores.
 func secretForComparison(desired *unstructured.Unstructured) {

@@ -149,10 +149,11 @@ type ResourceSelector struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 
-	// namespace restricts a ClusterPropagationPolicy's selection to one namespace. A
-	// PropagationPolicy always selects in its own namespace.
+	// namespace restricts a ClusterPropagationPolicy's selection to one namespace (a DNS
+	// label, as namespaces are). A PropagationPolicy always selects in its own namespace.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace,omitempty"`
 
 	// labelSelector selects templates by labels; matchExpressions take the operators In,
