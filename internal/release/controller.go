@@ -286,7 +286,7 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if rel.Spec.Abort {
 		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
 	}
-	if problems := c.validate(ctx, rel, waves, PlatformStrategy(rel)); len(problems) > 0 {
+	if problems := c.validate(ctx, rel, waves, c.platformStrategy(ctx, rel, s.binding)); len(problems) > 0 {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
 			Message: strings.Join(problems, "; "), ObservedGeneration: rel.Generation})
 		if blocking(problems) {
@@ -593,6 +593,17 @@ func allClusters(waves []Wave) []string {
 	return out
 }
 
+// platformStrategy is PlatformStrategy, lowered when the binding's policy now says a team wrote
+// its rollout: a release recorded before the trust label (or before the targeting controller
+// marked its generated policy) must not keep the platform's trust for a team's strategy.
+func (c *Controller) platformStrategy(ctx context.Context, rel *rolloutv1alpha1.Release, b workv1alpha1.Binding) bool {
+	if !PlatformStrategy(rel) {
+		return false
+	}
+	p, err := policyOf(ctx, c.Client, b.BindingSpec().PolicyRef)
+	return err != nil || p.trust == StrategyTrustPlatform // a policy gone keeps what was recorded
+}
+
 // validate lists what keeps the release from running: unknown analysis templates block, a
 // wave selecting no cluster is reported and passed over. platform: the platform wrote the
 // strategy (PlatformStrategy), so its gates must not depend on what a namespace's users write.
@@ -768,7 +779,7 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 	// egress and Pod Security rules, ClusterAnalysisTemplates the platform's, but only when the
 	// platform wrote the gate (PlatformStrategy): a tenant's gate sets the args, and a tenant's
 	// args must not steer a platform template's URL or Job past the tenant's rules.
-	platformGate := PlatformStrategy(rel)
+	platformGate := c.platformStrategy(ctx, rel, s.binding)
 	from := make([]analysis.Template, len(specs))
 	for i := range specs {
 		from[i] = analysis.Template{Name: gate.Templates[i].TemplateName, ClusterScope: gate.Templates[i].ClusterScope && platformGate, Spec: specs[i]}

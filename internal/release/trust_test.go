@@ -65,3 +65,28 @@ func TestStrategyTrustFollowsWhoWroteTheRollout(t *testing.T) {
 		}
 	}
 }
+
+// A release recorded before the trust label, of a policy now marked as carrying a team's
+// rollout, loses the platform's trust at its next gate; it never gains any.
+func TestAReleaseLosesPlatformTrustWhenItsPolicyNowSaysATeamWroteIt(t *testing.T) {
+	rollout := &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "all"}}}
+	marked := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "app-shop.web",
+		Annotations: map[string]string{policyv1alpha1.RolloutWrittenByAnnotation: "TargetPolicy shop/web"}}, Spec: policyv1alpha1.PropagationSpec{Rollout: rollout}}
+	platform := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "platform"}, Spec: policyv1alpha1.PropagationSpec{Rollout: rollout}}
+	c := &Controller{Client: fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(marked, platform).Build()}
+	binding := func(policy string) *workv1alpha1.ResourceBinding {
+		return &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
+			Spec: workv1alpha1.ResourceBindingSpec{PolicyRef: workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: policy}}}
+	}
+	old := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{PolicyKindLabel: "ClusterPropagationPolicy"}}}
+	if c.platformStrategy(context.Background(), old, binding("app-shop.web")) {
+		t.Error("a label-less release of a team's rollout keeps the platform's trust")
+	}
+	if !c.platformStrategy(context.Background(), old, binding("platform")) {
+		t.Error("a label-less release of the platform's rollout lost its trust")
+	}
+	tenant := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{PolicyKindLabel: "ClusterPropagationPolicy", StrategyTrustLabel: StrategyTrustNamespace}}}
+	if c.platformStrategy(context.Background(), tenant, binding("platform")) {
+		t.Error("a team's release gained the platform's trust from its binding's policy")
+	}
+}

@@ -123,7 +123,11 @@ func PlanFor(ctx context.Context, r client.Reader, app *appsv1alpha1.Application
 	if platform {
 		// Trust follows the writer: a team's rollout copied into the platform's policy keeps
 		// the team's limits (release.StrategyTrustLabel).
-		if i := slices.IndexFunc(targets, func(t target) bool { return t.spec.Rollout != nil }); i >= 0 && !targets[i].cluster {
+		// A rollout the platform sets too (equal, or it would be a conflict) is the platform's:
+		// a team copying the platform's strategy into its TargetPolicy must not take its
+		// gates and switches over.
+		platformRollout := slices.ContainsFunc(targets, func(t target) bool { return t.cluster && t.spec.Rollout != nil })
+		if i := slices.IndexFunc(targets, func(t target) bool { return t.spec.Rollout != nil }); i >= 0 && !targets[i].cluster && !platformRollout {
 			p.RolloutWrittenBy = targets[i].ref
 		}
 	}

@@ -160,6 +160,10 @@ func TestATeamsRolloutInThePlatformsPolicyIsMarkedAsTheTeams(t *testing.T) {
 			targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east")}),
 			clusterTargetPolicy("platform", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east"), Rollout: gated}),
 		}, "ClusterPropagationPolicy", ""},
+		{"the team's copy of the platform's rollout", []client.Object{
+			targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east"), Rollout: gated.DeepCopy()}),
+			clusterTargetPolicy("platform", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east"), Rollout: gated}),
+		}, "ClusterPropagationPolicy", ""},
 		{"the team's own policy", []client.Object{
 			targetPolicy("shop", "web", appsv1alpha1.TargetSpec{AppSelector: tier("web"), ClusterSelector: regionIn("us-east"), Rollout: gated}),
 		}, "PropagationPolicy", ""},
