@@ -47,9 +47,9 @@ func (f *Fetcher) privateDir(elem ...string) (string, error) {
 	if err := os.MkdirAll(f.CacheDir, 0o700); err != nil {
 		return "", err
 	}
-	if err := os.Chmod(f.CacheDir, 0o700); err != nil {
-		return "", err
-	}
+	// Best effort on the root: it may be a mount the process does not own (an emptyDir, a
+	// volume), where every directory below is still made private.
+	_ = os.Chmod(f.CacheDir, 0o700)
 	f.legacy.Do(func() {
 		entries, _ := os.ReadDir(f.CacheDir)
 		for _, e := range entries {
@@ -178,6 +178,9 @@ func (f *Fetcher) evict(repoDir, current string) {
 	}
 }
 
+// inUseGrace is how long after its last Checkout a tree is taken to be still in use.
+const inUseGrace = time.Minute
+
 // enforceQuota evicts the team's least recently used trees, of any of its repositories but
 // never the one just checked out, until the team is within TeamCacheBytes. Other teams'
 // trees are never touched. (A tree bigger than the whole share was refused before it was
@@ -207,6 +210,11 @@ func (f *Fetcher) enforceQuota(teamDir, current string) {
 	sort.Slice(trees, func(i, j int) bool { return trees[i].at.Before(trees[j].at) })
 	for _, t := range trees {
 		if total <= quota {
+			return
+		}
+		if time.Since(t.at) < inUseGrace {
+			// Another repository's tree handed out moments ago may be rendering now (its
+			// Checkout holds no lock past return): the team stays over its share until it ages.
 			return
 		}
 		if f.removeTree(t.dir) == nil {

@@ -152,6 +152,9 @@ func TestEncodedDotDotInRepoURLIsRefused(t *testing.T) {
 		{"https://git.example.com/team-b/%61pp.git", "percent-escape"},
 		{"https://git.example.com/team-b/../team-a/app.git", "a .. path segment"},
 		{"https://git.example.com/team-b/./app.git", "a . path segment"},
+		{"https://git.example.com/team-b/..;/team-a/app.git", "step up"},
+		{"https://git.example.com/team-b/app.git;jsessionid=1/../../team-a/app.git", "step up"},
+		{"https://git.example.com/team-b/...x/app.git", "step up"},
 		{`https://git.example.com/team-b/..\team-a\app.git`, "backslash"},
 		{"https://git.example.com/team-b//app.git", "empty path segment"},
 		{"https://git.example.com/team-b/app.git?x=../team-a", "query"},
@@ -286,13 +289,19 @@ func TestTeamCacheQuotaEvictsOwnTreesFirst(t *testing.T) {
 	}
 	d := startDaemon(t, r.base)
 	fe := &Fetcher{CacheDir: t.TempDir(), Timeout: 10 * time.Second, Keep: 10, Bounds: Bounds{TeamCacheBytes: 150 << 10}}
+	var used int
 	checkout := func(team, commit string) string {
 		t.Helper()
 		dir, err := fe.Checkout(context.Background(), Git{RepoURL: d.URL + "/app", Revision: commit, Team: team}, nil, commit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // distinct use times
+		// Used a while ago (past inUseGrace), in the order of the calls.
+		used++
+		at := time.Now().Add(-time.Hour + time.Duration(used)*time.Second)
+		if err := os.Chtimes(dir, at, at); err != nil {
+			t.Fatal(err)
+		}
 		return dir
 	}
 	b0 := checkout("team-b", commits[0])

@@ -3,6 +3,7 @@ package appsource
 import (
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -122,6 +123,13 @@ func normalizeRepoURL(raw string) (string, scheme, error) {
 	return sch + "://" + user + host + p, s, nil
 }
 
+func strconvQuote(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return strconv.Quote(s)
+}
+
 // cleanRepoPath checks a repository path segment by segment and drops one trailing slash; it
 // returns why the path is refused, or "". An scp-like path may be relative (git@host:org/x).
 func cleanRepoPath(p string, relative bool) (string, string) {
@@ -141,6 +149,11 @@ func cleanRepoPath(p string, relative bool) (string, string) {
 			return "", "has an empty path segment (//): write each directory once"
 		case ".", "..":
 			return "", "has a " + seg + " path segment: name the repository by its own path"
+		}
+		// Servlet containers (Tomcat, Jetty: Bitbucket Server, Gerrit, Gitblit) read "..;x" as
+		// ".." and drop ";params": a segment could climb out of the glob's directory there.
+		if strings.HasPrefix(seg, "..") || strings.Contains(seg, ";") {
+			return "", "has a path segment " + strconvQuote(seg) + " that a server may read as a step up (.., ;): name the repository by its own path"
 		}
 	}
 	return p, ""
