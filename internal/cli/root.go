@@ -99,6 +99,8 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 		return
 	}
 	cmd.Args = cobra.ArbitraryArgs
+	// Flags of the subcommands (--kubeconfig, -n) must not hide the unknown command.
+	cmd.FParseErrWhitelist.UnknownFlags = true
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return c.Help()

@@ -102,7 +102,7 @@ func TestDashboardRefusesCleartextBeyondLoopback(t *testing.T) {
 // A subcommand a group does not have is an error (exit 1), as in kubectl, not its help with
 // exit 0; the group alone still prints its help.
 func TestUnknownSubcommandFails(t *testing.T) {
-	for _, args := range [][]string{{"export", "bogus"}, {"release", "bogus"}, {"team", "nosuch-verb"}} {
+	for _, args := range [][]string{{"export", "bogus"}, {"release", "bogus", "-n", "shop"}, {"team", "nosuch-verb", "--kubeconfig", "x"}} {
 		_, err := run(t, args...)
 		if err == nil || !strings.Contains(err.Error(), "unknown command \""+args[1]+"\"") {
 			t.Errorf("%v: error = %v, want unknown command", args, err)

@@ -66,8 +66,10 @@ type Detector struct {
 	Interpreters *interpret.Registry
 	// Recorder reports policy problems and ties between policies; nil records nothing.
 	Recorder events.EventRecorder
-	mgr      ctrl.Manager
-	ctrl     controller.TypedController[TemplateKey]
+
+	toldIgnored sync.Map // template UID/generation/pointer already warned of
+	mgr         ctrl.Manager
+	ctrl        controller.TypedController[TemplateKey]
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -342,26 +344,31 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	return reconcile.Result{}, d.Client.Patch(ctx, binding, patch)
 }
 
-// driftCorrection copies the policy's driftCorrection with its default filled in, so the
-// binding shows the mode in force.
 // warnIgnoredNothing tells, on the template, of an ignoreFields pointer of its policy that
-// names no field the template sets (a container name misspelt, an index past the end): it
-// ignores nothing, so drift there is still corrected. Admission cannot see the templates a
-// policy will select, and the same pointer may fit another of them, so the policy stays valid.
+// names no element of a list the template sets (a container name misspelt, an index past the
+// end): it ignores nothing, so drift there is still corrected. Admission cannot see the
+// templates a policy will select, and the same pointer may fit another of them, so the policy
+// stays valid. Once per template generation and pointer.
 func (d *Detector) warnIgnoredNothing(ref workv1alpha1.PolicyReference, dc *policyv1alpha1.DriftCorrection, tmpl *unstructured.Unstructured) {
 	if dc == nil || d.Recorder == nil {
 		return
 	}
 	for i, p := range dc.IgnoreFields {
-		if render.PointerResolves(tmpl.Object, p) {
+		if !render.PointerMissesElement(tmpl.Object, p) {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d/%s", tmpl.GetUID(), tmpl.GetGeneration(), p)
+		if _, told := d.toldIgnored.LoadOrStore(key, true); told {
 			continue
 		}
 		d.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "IgnoreFieldMatchesNothing", "Select",
-			"%s %s: spec.driftCorrection.ignoreFields[%d] %q names no field %s %s sets, so it ignores nothing; check the container name or index (by name: /spec/template/spec/containers/NAME/image)",
+			"%s %s: spec.driftCorrection.ignoreFields[%d] %q names no element of a list %s %s sets, so it ignores nothing; check the container name or index (by name: /spec/template/spec/containers/NAME/image)",
 			ref.Kind, strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/"), i, p, tmpl.GetKind(), tmpl.GetName())
 	}
 }
 
+// driftCorrection copies the policy's driftCorrection with its default filled in, so the
+// binding shows the mode in force.
 func driftCorrection(d *policyv1alpha1.DriftCorrection) *workv1alpha1.DriftCorrection {
 	out := &workv1alpha1.DriftCorrection{Mode: string(policyv1alpha1.DriftCorrect)}
 	if d != nil {

@@ -319,7 +319,6 @@ func pairedElement(live []any, i int, e any) (any, bool) {
 	return nil, false
 }
 
-
 // secretForComparison turns a Secret's stringData into data, which is what the member stores.
 func secretForComparison(desired *unstructured.Unstructured) {
 	if desired.GetKind() != "Secret" || desired.GetAPIVersion() != "v1" {

@@ -164,7 +164,7 @@ func DefaultOptions() Options {
 		Analysis:            analysis.DefaultSettings(),
 		DriftCheckInterval:  execute.DefaultDriftCheckInterval,
 		HistoryRetention:    90 * 24 * time.Hour,
-		HistoryMaxRecords:   250_000,
+		HistoryMaxRecords:   1_000_000,
 		Git: GitOptions{
 			MaxFetchMiB: appsource.DefaultMaxFetchBytes >> 20, MaxObjects: appsource.DefaultMaxFetchObjects,
 			MaxFileMiB: appsource.DefaultMaxFetchFileBytes >> 20, MaxCheckoutMiB: appsource.DefaultMaxCheckoutBytes >> 20,
@@ -322,7 +322,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		historyDSN = "sqlite://" + filepath.Join(filepath.Dir(gitCache), "history.db")
 	}
 	if o.HistoryRetention < 0 || o.HistoryMaxRecords < 0 {
-		return fmt.Errorf("--history-retention %s, --history-max-records-per-team %d: give 0 (no bound) or a positive value, for example 720h and 250000", o.HistoryRetention, o.HistoryMaxRecords)
+		return fmt.Errorf("--history-retention %s, --history-max-records-per-team %d: give 0 (no bound) or a positive value, for example 720h and 1000000", o.HistoryRetention, o.HistoryMaxRecords)
 	}
 	store, err := historian.OpenLazy(ctx, historyDSN, ctrl.Log.WithName("history"))
 	if err != nil {

@@ -31,28 +31,29 @@ func SegmentMatches(seg string, i int, e any) bool {
 	return ok && m["name"] == seg
 }
 
-// PointerResolves says whether a pointer names at least one field obj sets. A pointer that
-// resolves to nothing in a rendered template ignores nothing: Flotilla owns only the fields
-// it sets.
-func PointerResolves(obj map[string]any, pointer string) bool {
+// PointerMissesElement says whether a pointer reaches a list of obj and no element matches its
+// segment there: a container name misspelt, an index past the end. A pointer that stops at a
+// field the object does not set (spec.replicas left to an autoscaler) is not a miss.
+func PointerMissesElement(obj map[string]any, pointer string) bool {
 	segs := PointerSegments(pointer)
-	return segs != nil && resolves(obj, segs)
+	return segs != nil && missesElement(obj, segs)
 }
 
-func resolves(node any, segs []string) bool {
+func missesElement(node any, segs []string) bool {
 	if len(segs) == 0 {
-		return true
+		return false
 	}
 	switch n := node.(type) {
 	case map[string]any:
 		v, ok := n[segs[0]]
-		return ok && resolves(v, segs[1:])
+		return ok && missesElement(v, segs[1:])
 	case []any:
 		for i, e := range n {
-			if SegmentMatches(segs[0], i, e) && resolves(e, segs[1:]) {
-				return true
+			if SegmentMatches(segs[0], i, e) && !missesElement(e, segs[1:]) {
+				return false
 			}
 		}
+		return true
 	}
 	return false
 }
