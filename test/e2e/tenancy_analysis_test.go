@@ -51,14 +51,20 @@ func releaseWithAnalysis(t *testing.T, g gomega.Gomega, ns string, tmpl *rollout
 	g.Eventually(func() *workv1alpha1.Revisions { return bindingOf(ctx, ns, "web-deployment").Spec.Revisions }).ShouldNot(gomega.BeNil())
 
 	setImage(t, g, web, "registry.example/web:2")
+	return firstWaveRun(g, ns, "web-deployment-r2")
+}
+
+// firstWaveRun waits until the first wave of a release has run its analysis to the end, and
+// returns that AnalysisRun.
+func firstWaveRun(g gomega.Gomega, ns, release string) *rolloutv1alpha1.AnalysisRun {
 	run := &rolloutv1alpha1.AnalysisRun{}
 	g.Eventually(func() bool {
-		r := getRelease(ns, "web-deployment-r2")
+		r := getRelease(ns, release)
 		if r == nil || len(r.Status.Waves) == 0 || r.Status.Waves[0].AnalysisRun == "" {
 			return false
 		}
-		return cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.Status.Waves[0].AnalysisRun}, run) == nil && run.Status.Phase.Completed()
-	}).WithTimeout(2*time.Minute).Should(gomega.BeTrue(), "the wave's analysis run finishes")
+		return cp.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: r.Status.Waves[0].AnalysisRun}, run) == nil && run.Status.Phase.Completed()
+	}).WithTimeout(2*time.Minute).Should(gomega.BeTrue(), releaseState(ns))
 	return run
 }
 
