@@ -102,15 +102,24 @@ func (c *Controller) Webhook(opts ...WebhookOption) http.Handler {
 	return w
 }
 
+// maxPushBytes bounds what a push event may weigh; GitHub caps its payloads at 25 MiB but a
+// push of a few commits is a few KiB.
+const maxPushBytes = 1 << 20
+
 func (wh *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "POST a push event, or POST ?repoURL=URL", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPushBytes+1))
 	if err != nil {
-		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, "reading the body failed", http.StatusBadRequest)
+		return
+	}
+	if len(body) > maxPushBytes {
+		// Cut short, its signature could never verify: say so rather than "bad signature".
+		http.Error(w, "a push event over 1 MiB is not read: configure the hook to send push events only", http.StatusRequestEntityTooLarge)
 		return
 	}
 	sigs := signaturesOf(r.Header)
@@ -119,7 +128,9 @@ func (wh *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	urls := map[string]bool{}
-	if u := r.URL.Query().Get("repoURL"); u != "" {
+	// The query is outside what a signature covers: a signed push names its repository in the
+	// body only, so a replayed body cannot be pointed at another repository of the team.
+	if u := r.URL.Query().Get("repoURL"); u != "" && !sigs.sent {
 		urls[normalize(u)] = true
 	}
 	if len(body) > 0 {

@@ -284,3 +284,26 @@ func TestWebhookFloodCostsOneFetchPerRepository(t *testing.T) {
 		t.Errorf("a push after a quiet window: %d listings, want 3", n)
 	}
 }
+
+// A signature covers the body, not the query: a replayed signed push cannot be pointed at
+// another repository of the team with ?repoURL=, and a body over the limit is refused as too
+// large (413), never read in part and taken for a bad signature.
+func TestWebhookSignedPushNamesItsRepositoryInTheBodyOnly(t *testing.T) {
+	body := push(webRepo)
+	f := newHookFixture(t, append(team("shop", "shop-secret"), app("shop", "web", webRepo), app("shop", "pay", payRepo))...)
+	r := httptest.NewRequest(http.MethodPost, WebhookPath+"?repoURL="+payRepo, strings.NewReader(body))
+	r.Header.Set("X-Hub-Signature-256", "sha256="+hmacHex("shop-secret", body))
+	rec := httptest.NewRecorder()
+	f.handler().ServeHTTP(rec, r)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("answered %d %q, want 202", rec.Code, rec.Body.String())
+	}
+	if d := cmp.Diff([]string{"shop/web"}, f.woken()); d != "" {
+		t.Errorf("woken (-want +got):\n%s", d)
+	}
+
+	big := `{"repository":{"clone_url":"` + webRepo + `"},"pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	if code, answer := post(f.handler(), big, "X-Hub-Signature-256", "sha256="+hmacHex("shop-secret", big)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a push over 1 MiB answered %d %q, want 413", code, answer)
+	}
+}
