@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -920,7 +919,7 @@ func containerImages(u *unstructured.Unstructured) []string {
 // watchRelease redraws the tree in place on a terminal; elsewhere (a log, a pipe) it prints
 // each new state once, under a rule.
 func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
-	f, isFile := out.(*os.File)
+	f, isFile := terminal(out)
 	tty := isFile && term.IsTerminal(int(f.Fd()))
 	var last string
 	lines := 0
@@ -932,7 +931,7 @@ func watchRelease(ctx context.Context, out io.Writer, t *releaseTarget) error {
 		if s := buf.String(); s != last {
 			switch {
 			case tty && lines > 0:
-				fmt.Fprintf(out, "\033[%dA\033[J", lines) // up over the last frame, clear to the end
+				fmt.Fprintf(raw(out), "\033[%dA\033[J", lines) // up over the last frame, clear to the end
 			case last != "":
 				fmt.Fprintln(out, strings.Repeat("─", 60))
 			}

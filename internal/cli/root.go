@@ -47,6 +47,8 @@ type globals struct {
 
 // NewRootCommand builds the command tree.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	// Tenants write part of what is printed: no control character reaches the terminal.
+	streams.Out, streams.ErrOut = &safeWriter{w: streams.Out}, &safeWriter{w: streams.ErrOut}
 	g := &globals{streams: streams, kube: genericclioptions.NewConfigFlags(true)}
 	name := invokedName()
 	root := &cobra.Command{
@@ -191,7 +193,7 @@ func Execute(ctx context.Context) int {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	cmd := NewRootCommand(streams)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+		fmt.Fprintf(&safeWriter{w: streams.ErrOut}, "error: %v\n", err)
 		var exit *ExitError
 		if errors.As(err, &exit) {
 			return exit.Code

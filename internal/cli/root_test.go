@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +121,27 @@ func TestHistoryRefusesANamespaceThatCannotBeOne(t *testing.T) {
 	_, err := run(t, "history", "-n", "Bad NS!", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
 	if err == nil || !strings.Contains(err.Error(), `-n "Bad NS!"`) {
 		t.Fatalf("error = %v, want it to name -n", err)
+	}
+}
+
+// What the CLI prints comes partly from tenants (descriptions, member condition messages): no
+// escape sequence or other control character of theirs reaches the terminal, on stdout or in
+// an error; tabs and newlines stay.
+func TestCLIPrintsNoControlCharactersFromTheControlPlane(t *testing.T) {
+	var out bytes.Buffer
+	w := &safeWriter{w: &out}
+	hostile := "web\x1b]0;pwned\x07\x1b[2J\tready\x7f\x08\r\nnext\x00"
+	if n, err := w.Write([]byte(hostile)); err != nil || n != len(hostile) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if got, want := out.String(), "web]0;pwned[2J\tready\r\nnext"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+	// Every command prints through the filter.
+	cmd := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	out.Reset()
+	fmt.Fprint(cmd.OutOrStdout(), "\x1b[31mred")
+	if strings.ContainsRune(out.String(), 0x1b) {
+		t.Errorf("the root command's output passes ESC: %q", out.String())
 	}
 }
