@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -269,6 +271,9 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if retry {
 		status.ObservedRetry = rel.Spec.Retry
 		if status.Phase == rolloutv1alpha1.ReleaseAborted || status.Phase == rolloutv1alpha1.ReleaseRolledBack {
+			if err := c.pruneAttempts(ctx, rel); err != nil {
+				return err
+			}
 			status.Phase, status.CompletedAt = rolloutv1alpha1.ReleaseProgressing, nil
 			status.Message = fmt.Sprintf("retrying from wave %d", status.CurrentWave)
 			for i := int(status.CurrentWave); i < len(status.Waves); i++ {
@@ -719,6 +724,51 @@ func templateKind(ref policyv1alpha1.AnalysisTemplateRef) string {
 		return "ClusterAnalysisTemplate"
 	}
 	return "AnalysisTemplate"
+}
+
+// keptAttempts is how many attempts of a release keep their AnalysisRuns: the one starting and
+// the ones before it, to tell why they failed. A tenant looping abort and retry would
+// otherwise pile up runs (and their measurements) without end.
+const keptAttempts = 3
+
+// pruneAttempts deletes the AnalysisRuns of a release's older attempts as a retry starts (they
+// ended with the attempt: a retry follows an abort or a rollback only).
+func (c *Controller) pruneAttempts(ctx context.Context, rel *rolloutv1alpha1.Release) error {
+	var runs rolloutv1alpha1.AnalysisRunList
+	if err := c.Client.List(ctx, &runs, client.InNamespace(rel.Namespace)); err != nil {
+		return err
+	}
+	byAttempt := map[int32][]*rolloutv1alpha1.AnalysisRun{}
+	for i := range runs.Items {
+		run := &runs.Items[i]
+		if owner := metav1.GetControllerOf(run); owner == nil || owner.UID != rel.UID {
+			continue
+		}
+		a := attemptOf(run.Name)
+		byAttempt[a] = append(byAttempt[a], run)
+	}
+	attempts := slices.Sorted(maps.Keys(byAttempt))
+	for _, a := range attempts[:max(0, len(attempts)-(keptAttempts-1))] {
+		for _, run := range byAttempt[a] {
+			if err := c.Client.Delete(ctx, run); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting AnalysisRun %s of an earlier attempt: %w", run.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// attemptOf reads the retry a run was made for from its name (analysisRunName); 0 for the first.
+func attemptOf(name string) int32 {
+	i := strings.LastIndex(name, "-retry")
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(name[i+len("-retry"):], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
 }
 
 // analysisRunName names a gate's run; a retry gets fresh runs.

@@ -2,9 +2,15 @@ package release
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -88,5 +94,52 @@ func TestAReleaseLosesPlatformTrustWhenItsPolicyNowSaysATeamWroteIt(t *testing.T
 	tenant := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{PolicyKindLabel: "ClusterPropagationPolicy", StrategyTrustLabel: StrategyTrustNamespace}}}
 	if c.platformStrategy(context.Background(), tenant, binding("platform")) {
 		t.Error("a team's release gained the platform's trust from its binding's policy")
+	}
+}
+
+// A gate names an AnalysisTemplate of the release's own namespace: one of the same name in
+// another team's namespace is never read, and the release is held saying where it looked.
+func TestAnalysisTemplateIsReadFromTheReleasesNamespaceOnly(t *testing.T) {
+	other := &rolloutv1alpha1.AnalysisTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "checks"},
+		Spec: rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{{Name: "m"}}}}
+	c := &Controller{Client: fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(other).Build()}
+	rel := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web-deployment-r2"}, Spec: rolloutv1alpha1.ReleaseSpec{
+		Strategy: policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "first", Gates: policyv1alpha1.Gates{Analysis: &policyv1alpha1.AnalysisGate{
+			Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: "checks"}}}}}}}}}
+	problems := c.validate(context.Background(), rel, []Wave{{Name: "first", Clusters: []string{"east"}}}, false)
+	if len(problems) != 1 || !strings.Contains(problems[0], `AnalysisTemplate "checks" not found in namespace team-a`) || !strings.HasPrefix(problems[0], "blocking:") {
+		t.Errorf("problems %q, want the release held on a template missing from team-a", problems)
+	}
+}
+
+// A tenant looping abort and retry makes a fresh AnalysisRun per attempt; as each retry starts,
+// the runs of all but the last attempts go, so the loop leaves a bounded number behind. Runs of
+// other releases are never touched.
+func TestAbortRetryLoopKeepsAnalysisRunsBounded(t *testing.T) {
+	rel := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-r2", UID: "rel-uid"}}
+	run := func(name string, owner types.UID) client.Object {
+		return &rolloutv1alpha1.AnalysisRun{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: rolloutv1alpha1.GroupVersion.String(), Kind: "Release", Name: "r", UID: owner, Controller: ptr.To(true)}}}}
+	}
+	objs := []client.Object{run("web-deployment-r2-first", "rel-uid"), run("other-first-retry1", "other-uid")}
+	for _, a := range []int{1, 2, 7, 40, 41} {
+		objs = append(objs, run(fmt.Sprintf("web-deployment-r2-first-retry%d", a), "rel-uid"), run(fmt.Sprintf("web-deployment-r2-canary-retry%d", a), "rel-uid"))
+	}
+	c := &Controller{Client: fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).Build()}
+	if err := c.pruneAttempts(context.Background(), rel); err != nil {
+		t.Fatal(err)
+	}
+	var left rolloutv1alpha1.AnalysisRunList
+	if err := c.Client.List(context.Background(), &left); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range left.Items {
+		names = append(names, r.Name)
+	}
+	slices.Sort(names)
+	want := []string{"other-first-retry1", "web-deployment-r2-canary-retry40", "web-deployment-r2-canary-retry41", "web-deployment-r2-first-retry40", "web-deployment-r2-first-retry41"}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("runs left (-want +got):\n%s", d)
 	}
 }
