@@ -174,6 +174,11 @@ func TestInventoryErrorsEchoNeitherTokensNorLongInput(t *testing.T) {
 	if code != http.StatusBadRequest || strings.Contains(body, "TAIL") || len(body) > 512 {
 		t.Errorf("a 10004-character team: %d, %d bytes answered (%.120s...), want 400 quoting at most 80 characters", code, len(body), body)
 	}
+	param := strings.Repeat("p", 10000) + "TAIL"
+	code, body = ask(s, http.MethodGet, "/api/v1/history?"+param+"=1", aliceToken, nil)
+	if code != http.StatusBadRequest || strings.Contains(body, "TAIL") || len(body) > 1024 {
+		t.Errorf("a 10004-character parameter name: %d, %d bytes answered (%.120s...), want 400 quoting at most 64 characters", code, len(body), body)
+	}
 }
 
 // what-if answers with Flotilla's view of every binding in scope, so it answers only for a change

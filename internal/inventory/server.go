@@ -107,7 +107,15 @@ type apiError struct {
 func fail(w http.ResponseWriter, code int, param, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(apiError{Code: code, Message: fmt.Sprintf(format, args...), Parameter: param})
+	// A caller's parameter names come back bounded: an answer is no echo chamber.
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > 2048 {
+		msg = msg[:2048] + "..."
+	}
+	if len(param) > 64 {
+		param = param[:64] + "..."
+	}
+	_ = json.NewEncoder(w).Encode(apiError{Code: code, Message: msg, Parameter: param})
 }
 
 func reply(w http.ResponseWriter, v any) {
@@ -167,7 +175,7 @@ func (s *Server) namespaced(w http.ResponseWriter, r *http.Request, u *User, par
 	q := r.URL.Query()
 	for k := range q {
 		if !slices.Contains(params, k) {
-			fail(w, http.StatusBadRequest, k, "unknown parameter %q: use %s", k, strings.Join(params, ", "))
+			fail(w, http.StatusBadRequest, k, "unknown parameter %.64q: use %s", k, strings.Join(params, ", "))
 			return nil, nil, false
 		}
 	}
@@ -232,7 +240,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, u *User) {
 	q := r.URL.Query()
 	for k := range q {
 		if !slices.Contains(append(slices.Clone(filterParams), "since", "until", "limit", "cursor"), k) {
-			fail(w, http.StatusBadRequest, k, "unknown parameter %q: use %s, since, until, limit or cursor", k, strings.Join(filterParams, ", "))
+			fail(w, http.StatusBadRequest, k, "unknown parameter %.64q: use %s, since, until, limit or cursor", k, strings.Join(filterParams, ", "))
 			return
 		}
 	}
