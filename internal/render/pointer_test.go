@@ -11,10 +11,10 @@ func TestPointerMissesElement(t *testing.T) {
 		}}}},
 	}
 	for pointer, want := range map[string]bool{
-		"/spec/template/spec/containers/web/image":    false,
-		"/spec/template/spec/containers/1/image":      false,
-		"/spec/template/spec/containers/*/image":      false,
-		"/spec/template/spec/containers/web/command":  false, // a field not set: not a miss
+		"/spec/template/spec/containers/web/image":   false,
+		"/spec/template/spec/containers/1/image":     false,
+		"/spec/template/spec/containers/*/image":     false,
+		"/spec/template/spec/containers/web/command": false, // a field not set: not a miss
 		"/spec/replicas":                              false, // left to an autoscaler
 		"/metadata/annotations/team~1owner":           false,
 		"/spec/template/spec/containers/nosuch/image": true,
