@@ -886,34 +886,13 @@ func (t *releaseTarget) imagesOf(ctx context.Context, rev int64) string {
 	}
 	img := ""
 	if u, _, err := release.LoadRevision(ctx, t.c, t.binding, rev); err == nil {
-		img = strings.Join(containerImages(u), ",")
+		img = strings.Join(interpret.Images(u), ",")
 	}
 	if t.images == nil {
 		t.images = map[int64]string{}
 	}
 	t.images[rev] = img
 	return img
-}
-
-// containerImages reads the images of a workload's pod template (a Deployment's, a Job's, a
-// CronJob's, a Pod's own).
-func containerImages(u *unstructured.Unstructured) []string {
-	for _, path := range [][]string{{"spec", "template", "spec"}, {"spec", "jobTemplate", "spec", "template", "spec"}, {"spec"}} {
-		containers, found, _ := unstructured.NestedSlice(u.Object, append(path, "containers")...)
-		if !found {
-			continue
-		}
-		var out []string
-		for _, c := range containers {
-			if m, ok := c.(map[string]any); ok {
-				if img, ok := m["image"].(string); ok {
-					out = append(out, img)
-				}
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // watchRelease redraws the tree in place on a terminal; elsewhere (a log, a pipe) it prints

@@ -52,6 +52,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
@@ -271,8 +272,8 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 			rec.ID = recordID(b, cs.Cluster, from, cs.Revision, outcome, render) // one change each, not one per generation
 		}
 		rec.Images, rec.Commit, rec.Actor = ctxInfo.content(cs.Revision)
-		if rendered != nil && len(imagesOf(rendered)) > 0 {
-			rec.Images = imagesOf(rendered) // what the cluster was given, its overrides applied
+		if rendered != nil && len(interpret.Images(rendered)) > 0 {
+			rec.Images = interpret.Images(rendered) // what the cluster was given, its overrides applied
 		}
 		rec.Actor, waiting = h.name(ctxInfo, &rec, cs.Cluster, from, cs.Revision, now, waiting)
 		recs = append(recs, rec)
@@ -616,7 +617,7 @@ func (l *lazyContext) content(rev int64) ([]string, string, string) {
 	if t == nil {
 		return nil, "", ""
 	}
-	images := imagesOf(t)
+	images := interpret.Images(t)
 	commit, actor := "", actorOf(l.template())
 	if l.template() == nil {
 		return images, "", ""
@@ -645,27 +646,6 @@ func (l *lazyContext) template() *unstructured.Unstructured {
 	}
 	l.current = u
 	return u
-}
-
-// imagesOf lists the container images of a workload template (any kind with a pod template).
-func imagesOf(u *unstructured.Unstructured) []string {
-	var out []string
-	for _, path := range [][]string{{"spec", "template", "spec"}, {"spec", "jobTemplate", "spec", "template", "spec"}, {"spec"}} {
-		for _, field := range []string{"initContainers", "containers"} {
-			cs, _, _ := unstructured.NestedSlice(u.Object, append(slices.Clone(path), field)...)
-			for _, c := range cs {
-				if m, ok := c.(map[string]any); ok {
-					if img, ok := m["image"].(string); ok && !slices.Contains(out, img) {
-						out = append(out, img)
-					}
-				}
-			}
-		}
-		if len(out) > 0 {
-			return out
-		}
-	}
-	return out
 }
 
 // actorOf names who last changed a template's spec, as its managedFields know it: the field

@@ -42,6 +42,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/historian"
 	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
@@ -466,7 +467,7 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 	tmpl.SetAPIVersion(res.APIVersion)
 	tmpl.SetKind(res.Kind)
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: res.Name}, tmpl); err == nil {
-		wl.Images, wl.Labels = imagesOf(tmpl), tmpl.GetLabels()
+		wl.Images, wl.Labels = interpret.Images(tmpl), tmpl.GetLabels()
 		if name := tmpl.GetLabels()[appsv1alpha1.ApplicationLabel]; name != "" {
 			wl.Application = name
 			key := res.Namespace + "/" + name
@@ -500,7 +501,7 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 			imgs, ok := byRevision[cs.Revision]
 			if !ok {
 				if t, _, err := release.LoadRevision(ctx, s.Client, b, cs.Revision); err == nil && t != nil {
-					imgs = imagesOf(t)
+					imgs = interpret.Images(t)
 				}
 				byRevision[cs.Revision] = imgs
 			}
@@ -526,22 +527,9 @@ func (s *Server) renderedImages(ctx context.Context, b *workv1alpha1.ResourceBin
 		return nil
 	}
 	if u := execute.RenderedTemplate(w); u != nil {
-		return imagesOf(u)
+		return interpret.Images(u)
 	}
 	return nil
-}
-
-func imagesOf(u *unstructured.Unstructured) []string {
-	var out []string
-	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-	for _, c := range cs {
-		if m, ok := c.(map[string]any); ok {
-			if img, ok := m["image"].(string); ok {
-				out = append(out, img)
-			}
-		}
-	}
-	return out
 }
 
 // ClusterItem is a member cluster as the API shows it.
