@@ -67,7 +67,7 @@ func inlineDeployment(name, image string) string {
 // TargetPolicy rollout with that platform template and an argument of its choosing, then the
 // generated platform policy says the rollout is the team's, the release records the team's
 // trust, and the Job is refused by Pod Security as in the team's own policy: no host-network
-// Job runs the tenant's argument in a member.
+// Job runs the tenant's argument in a member. The team still steers its own rollout's release.
 func TestHostileTenantInheritsNoPlatformTrustThroughATargetPolicy(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
@@ -131,6 +131,16 @@ func TestHostileTenantInheritsNoPlatformTrustThroughATargetPolicy(t *testing.T) 
 	jobs := &batchv1.JobList{}
 	g.Expect(memberClient(t, "east").List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{analysis.AnalysisMetricLabel: "host-probe"})).To(gomega.Succeed())
 	g.Expect(jobs.Items).To(gomega.BeEmpty(), "no host-network Job ran the tenant's argument")
+
+	// The rollout is the team's, so the team steers it: its switches are not the platform's.
+	g.Expect(withoutConflict(func() error {
+		r := &rolloutv1alpha1.Release{}
+		if err := mallory.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-deployment-r2"}, r); err != nil {
+			return err
+		}
+		r.Spec.Paused = true
+		return mallory.Update(ctx, r)
+	})).To(gomega.Succeed(), "a team steers the releases of its own rollout")
 }
 
 // Given a team allowed https://git.example.com/hostile-b/*, when its contributor names a
