@@ -408,3 +408,26 @@ func TestGitCacheIsPrivate(t *testing.T) {
 		t.Fatalf("walked %d files of %s: %v", files, dir, err)
 	}
 }
+
+// A tree handed out moments ago may still be rendering: the quota waits for it to age
+// (inUseGrace) rather than pull it from under its reader.
+func TestTeamCacheQuotaSparesTreesInUse(t *testing.T) {
+	r := newTestRepo(t)
+	var commits []string
+	for _, c := range "ab" {
+		commits = append(commits, r.commit(string(c), map[string]string{"big.txt": strings.Repeat(string(c), 60<<10)}))
+	}
+	d := startDaemon(t, r.base)
+	fe := &Fetcher{CacheDir: t.TempDir(), Timeout: 10 * time.Second, Keep: 10, Bounds: Bounds{TeamCacheBytes: 100 << 10}}
+	var dirs []string
+	for _, c := range commits {
+		dir, err := fe.Checkout(context.Background(), Git{RepoURL: d.URL + "/app", Revision: c, Team: "team-a"}, nil, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	if _, err := os.Stat(dirs[0]); err != nil {
+		t.Errorf("the tree checked out a moment ago was evicted while it may be rendering: %v", err)
+	}
+}

@@ -67,7 +67,7 @@ type Detector struct {
 	// Recorder reports policy problems and ties between policies; nil records nothing.
 	Recorder events.EventRecorder
 
-	toldIgnored sync.Map // template UID/generation/pointer already warned of
+	toldIgnored sync.Map // template UID/pointer -> the generation last warned of
 	mgr         ctrl.Manager
 	ctrl        controller.TypedController[TemplateKey]
 
@@ -357,8 +357,10 @@ func (d *Detector) warnIgnoredNothing(ref workv1alpha1.PolicyReference, dc *poli
 		if !render.PointerMissesElement(tmpl.Object, p) {
 			continue
 		}
-		key := fmt.Sprintf("%s/%d/%s", tmpl.GetUID(), tmpl.GetGeneration(), p)
-		if _, told := d.toldIgnored.LoadOrStore(key, true); told {
+		// One entry per template and pointer, holding the generation last told of: bounded by
+		// what the fleet holds, not by how often templates change.
+		key := string(tmpl.GetUID()) + "/" + p
+		if told, _ := d.toldIgnored.Swap(key, tmpl.GetGeneration()); told == tmpl.GetGeneration() {
 			continue
 		}
 		d.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "IgnoreFieldMatchesNothing", "Select",

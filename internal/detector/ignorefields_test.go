@@ -31,6 +31,11 @@ func TestIgnoreFieldThatMatchesNothingIsReported(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("events %q, want one warning", got)
 	}
+	tmpl.SetGeneration(tmpl.GetGeneration() + 1)
+	d.warnIgnoredNothing(workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}, dc, tmpl)
+	if again := eventstest.Drain(rec); len(again) != 1 {
+		t.Errorf("a new generation still misses the container: events %q, want one more warning", again)
+	}
 	for _, part := range []string{"Warning IgnoreFieldMatchesNothing", "PropagationPolicy shop/web", "spec.driftCorrection.ignoreFields[1]", "/spec/template/spec/containers/nosuch/image"} {
 		if !strings.Contains(got[0], part) {
 			t.Errorf("event %q does not say %q", got[0], part)
