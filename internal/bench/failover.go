@@ -20,7 +20,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
 )
@@ -138,7 +137,7 @@ func Failover(ctx context.Context, lf *localfleet.LocalFleet, o FailoverOptions,
 				if t[0] == 0 && !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
 					t[0] = time.Since(start)
 				}
-				if t[1] == 0 && failover.Unreachable(cl) {
+				if t[1] == 0 && kube.Unreachable(cl) {
 					t[1] = time.Since(start)
 				}
 			}

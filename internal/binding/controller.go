@@ -70,10 +70,10 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
-	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
@@ -82,7 +82,7 @@ import (
 )
 
 // Finalizer holds a binding until its Works are gone.
-const Finalizer = detector.BindingFinalizer
+const Finalizer = names.BindingFinalizer
 
 // statusSettle gathers the Work status changes of one binding that arrive close together
 // into one reconcile, so the binding and template statuses are written once for them.
@@ -186,7 +186,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.TypedChannel(c.Interpreters.Subscribe(), handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, kind *unstructured.Unstructured) []reconcile.Request {
 				var reqs []reconcile.Request
-				for _, bd := range detector.BindingsOfKind(ctx, c.Client, kind.GroupVersionKind()) {
+				for _, bd := range kube.BindingsOfKind(ctx, c.Client, kind.GroupVersionKind()) {
 					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(bd)})
 				}
 				return reqs
@@ -311,7 +311,7 @@ func (c *Controller) routeBindings(ctx context.Context, o client.Object) []recon
 	var reqs []reconcile.Request
 	for _, key := range traffic.Names(rb.Spec.Revisions.Traffic) {
 		kind, name, _ := strings.Cut(key, "/")
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rb.Namespace, Name: detector.BindingName(kind, name)}})
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rb.Namespace, Name: names.Binding(kind, name)}})
 	}
 	return reqs
 }
@@ -767,7 +767,7 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 
 // ensureWork writes the cluster's Work when its content changed and says whether it wrote.
 func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource, w *workv1alpha1.Work) (bool, error) {
-	ns := execute.ExecutionNamespacePrefix + t.Name
+	ns := kube.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	if w != nil {
 		name = w.Name // written under an earlier version's naming: its member objects point at it
@@ -855,7 +855,7 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	var annotations map[string]string
 	if level != "" {
 		// The executor labels the member namespaces it creates for this Work with the level.
-		annotations = map[string]string{execute.PodSecurityLevelAnnotation: level}
+		annotations = map[string]string{names.PodSecurityLevelAnnotation: level}
 	}
 	if w == nil {
 		if err := c.ensureExecutionNamespace(ctx, ns); err != nil {
@@ -863,7 +863,7 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		}
 		w = &workv1alpha1.Work{
 			// Created with the executor's finalizer: one write less per Work.
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{execute.Finalizer}, Labels: labels, Annotations: annotations},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{names.ExecutorFinalizer}, Labels: labels, Annotations: annotations},
 			Spec:       spec,
 		}
 		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -882,15 +882,15 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 		return true, nil
 	}
 	if workSpecEqual(w.Spec, spec) && w.Labels[workv1alpha1.RevisionLabel] == labels[workv1alpha1.RevisionLabel] &&
-		w.Annotations[execute.PodSecurityLevelAnnotation] == level {
+		w.Annotations[names.PodSecurityLevelAnnotation] == level {
 		return false, nil
 	}
 	patch := client.MergeFrom(w.DeepCopy())
 	w.Spec = spec
 	if level != "" {
-		metav1.SetMetaDataAnnotation(&w.ObjectMeta, execute.PodSecurityLevelAnnotation, level)
+		metav1.SetMetaDataAnnotation(&w.ObjectMeta, names.PodSecurityLevelAnnotation, level)
 	} else {
-		delete(w.Annotations, execute.PodSecurityLevelAnnotation)
+		delete(w.Annotations, names.PodSecurityLevelAnnotation)
 	}
 	if rev != 0 {
 		w.Labels[workv1alpha1.RevisionLabel] = labels[workv1alpha1.RevisionLabel]
@@ -948,7 +948,7 @@ func (c *Controller) dependencies(ctx context.Context, tmpl *unstructured.Unstru
 			}
 			return nil, err
 		}
-		if detector.IsSystemObject(dep) {
+		if kube.IsSystemObject(dep) {
 			continue
 		}
 		m, err := render.Render(dep, c.Interpreters.For(dep.GroupVersionKind()), render.Target{WorkNamespace: workNS, WorkName: workName})
@@ -1237,7 +1237,7 @@ func (c *Controller) writeTemplateStatus(ctx context.Context, tmpl *unstructured
 			}
 		}
 	}
-	dropCondition(merged, detector.ConditionPropagated) // placed now: the detector's note is stale
+	dropCondition(merged, names.ConditionPropagated) // placed now: the detector's note is stale
 	withReleaseVerdict(merged, ro)
 	keepConditionTimes(merged, current)
 	key := tmpl.GroupVersionKind().String() + "/" + tmpl.GetNamespace() + "/" + tmpl.GetName()
@@ -1436,7 +1436,7 @@ func normalize(m map[string]any) any {
 // lastApplied is the record of what a Work applied, its objects without their health.
 func lastApplied(w *workv1alpha1.Work) *workv1alpha1.LastApplied {
 	la := &workv1alpha1.LastApplied{Hash: w.Status.AppliedHash}
-	if u := execute.RenderedTemplate(w); u != nil && execute.AppliedThisSpec(w) {
+	if u := kube.RenderedTemplate(w); u != nil && kube.AppliedThisSpec(w) {
 		if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil {
 			la.Replicas = &n
 		}
@@ -1484,7 +1484,7 @@ func (c *Controller) buryLeftovers(ctx context.Context, b workv1alpha1.Binding, 
 			policy = workv1alpha1.DeletionRelease
 		}
 		w := &workv1alpha1.Work{
-			ObjectMeta: metav1.ObjectMeta{Namespace: execute.ExecutionNamespacePrefix + cs.Cluster, Name: WorkName(b), Finalizers: []string{execute.Finalizer},
+			ObjectMeta: metav1.ObjectMeta{Namespace: kube.ExecutionNamespacePrefix + cs.Cluster, Name: WorkName(b), Finalizers: []string{names.ExecutorFinalizer},
 				Labels: map[string]string{workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(), workv1alpha1.ClusterLabel: cs.Cluster}},
 			Spec: workv1alpha1.WorkSpec{DeletionPolicy: policy},
 		}

@@ -22,7 +22,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
@@ -280,7 +279,7 @@ func (c *Failover) clusterBack(ctx context.Context, name string) bool {
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
 		return false
 	}
-	return meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) && !failover.Unreachable(cl)
+	return meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) && !kube.Unreachable(cl)
 }
 
 func excluded(failed []workv1alpha1.FailedCluster, cluster string) bool {

@@ -26,7 +26,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/eventstest"
-	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // failover reads the wall clock, so times here are relative to time.Now() and requeue
@@ -716,7 +716,7 @@ func TestReconcileKeepsAnEvictedClustersWorkWhileItsTaskHoldsIt(t *testing.T) {
 				spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{task("east", workv1alpha1.EvictionReasonClusterFailover, tt.mode, time.Minute)}
 			}
 			b := rb(spec)
-			old := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: execute.ExecutionNamespacePrefix + "east", Name: WorkName(b), Labels: map[string]string{
+			old := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: kube.ExecutionNamespacePrefix + "east", Name: WorkName(b), Labels: map[string]string{
 				workv1alpha1.BindingNamespaceLabel: "shop", workv1alpha1.BindingNameLabel: "web-deployment", workv1alpha1.ClusterLabel: "east",
 			}}}
 			deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Generation: templateGeneration},

@@ -25,7 +25,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/eventstest"
-	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 func resourceBinding(ns string, res workv1alpha1.ObjectReference, policy workv1alpha1.PolicyReference, clusters ...string) *workv1alpha1.ResourceBinding {
@@ -229,8 +229,8 @@ func TestReconcileChecksPodSecurityOfNamespacedPlacements(t *testing.T) {
 			if len(works) != 1 {
 				t.Fatalf("%d Works written, want 1", len(works))
 			}
-			if a := works[0].Annotations[execute.PodSecurityLevelAnnotation]; a != tc.wantAnnotation {
-				t.Errorf("Work annotation %s = %q, want %q", execute.PodSecurityLevelAnnotation, a, tc.wantAnnotation)
+			if a := works[0].Annotations[names.PodSecurityLevelAnnotation]; a != tc.wantAnnotation {
+				t.Errorf("Work annotation %s = %q, want %q", names.PodSecurityLevelAnnotation, a, tc.wantAnnotation)
 			}
 		})
 	}

@@ -19,8 +19,8 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
@@ -81,7 +81,7 @@ func resolveKind(c client.Client, s string) string {
 // template (a Namespace, a ClusterRole) is found too.
 func findBinding(ctx context.Context, c client.Client, kind, name, namespace string) (workv1alpha1.Binding, error) {
 	kind = resolveKind(c, kind)
-	bindingName := detector.BindingName(kind, name)
+	bindingName := names.Binding(kind, name)
 	ns := namespace
 	if ns == "" {
 		ns = "default"

@@ -250,7 +250,7 @@ func (r *Reconciler) statusChanged(old, cur *clusterv1alpha1.ClusterStatus) bool
 	return old.LastProbeTime == nil || r.Clock.Since(old.LastProbeTime.Time) >= HeartbeatInterval
 }
 
-// executionNamespacePrefix matches execute.ExecutionNamespacePrefix; execute depends on this
+// executionNamespacePrefix matches kube.ExecutionNamespacePrefix; execute depends on this
 // package's API, not the other way round.
 const executionNamespacePrefix = "flotilla-es-"
 

@@ -69,7 +69,7 @@ func TestClusterLifecycleOnRealAPIServers(t *testing.T) {
 		}
 		return (&execute.Executor{Client: withWorks, Works: store, Members: members}).SetupWithManager(mgr)
 	})
-	for _, ns := range []string{kube.SystemNamespace, execute.ExecutionNamespacePrefix + "m1"} {
+	for _, ns := range []string{kube.SystemNamespace, kube.ExecutionNamespacePrefix + "m1"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestClusterLifecycleOnRealAPIServers(t *testing.T) {
 
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}, Data: map[string]string{"k": "v"}}
 	raw, _ := json.Marshal(cm)
-	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: execute.ExecutionNamespacePrefix + "m1", Name: "default-probe-configmap",
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: kube.ExecutionNamespacePrefix + "m1", Name: "default-probe-configmap",
 		Labels: map[string]string{workv1alpha1.ClusterLabel: "m1", workv1alpha1.BindingNamespaceLabel: "default", workv1alpha1.BindingNameLabel: "probe-configmap"}},
 		Spec: workv1alpha1.WorkSpec{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}
 	if err := withWorks.Create(ctx, w); err != nil {
@@ -108,11 +108,11 @@ func TestClusterLifecycleOnRealAPIServers(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "m1"}, &clusterv1alpha1.Cluster{}))
 	})
 	works := &workv1alpha1.WorkList{}
-	if err := withWorks.List(ctx, works, client.InNamespace(execute.ExecutionNamespacePrefix+"m1")); err != nil || len(works.Items) != 0 {
+	if err := withWorks.List(ctx, works, client.InNamespace(kube.ExecutionNamespacePrefix+"m1")); err != nil || len(works.Items) != 0 {
 		t.Errorf("Works left after the Cluster went: %d (%v)", len(works.Items), err)
 	}
 	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: execute.ExecutionNamespacePrefix + "m1"}, ns); err == nil && ns.DeletionTimestamp.IsZero() {
+	if err := c.Get(ctx, client.ObjectKey{Name: kube.ExecutionNamespacePrefix + "m1"}, ns); err == nil && ns.DeletionTimestamp.IsZero() {
 		t.Errorf("the execution namespace was not deleted")
 	}
 	if err := inMember(); err != nil {

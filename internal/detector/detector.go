@@ -46,12 +46,11 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
-
-// BindingFinalizer holds a binding until its Works are gone; the binding controller owns it.
-const BindingFinalizer = "work.flotilla.dev/binding"
 
 // TemplateKey identifies a template of any kind.
 type TemplateKey struct {
@@ -98,7 +97,7 @@ func (d *Detector) SetupWithManager(mgr ctrl.Manager) error {
 		if err := c.Watch(source.TypedChannel(d.Interpreters.Subscribe(), handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, kind *unstructured.Unstructured) []TemplateKey {
 				var keys []TemplateKey
-				for _, b := range BindingsOfKind(ctx, d.Client, kind.GroupVersionKind()) {
+				for _, b := range kube.BindingsOfKind(ctx, d.Client, kind.GroupVersionKind()) {
 					r := b.BindingSpec().Resource
 					keys = append(keys, TemplateKey{GVK: kind.GroupVersionKind(), NamespacedName: client.ObjectKey{Namespace: r.Namespace, Name: r.Name}})
 				}
@@ -271,7 +270,7 @@ func (d *Detector) templatesOfPolicy(ctx context.Context, o client.Object) []Tem
 // Reconcile creates, updates or deletes the binding of one template.
 func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", key.GVK.Kind, "template", key.NamespacedName.String())
-	bindingKey := client.ObjectKey{Namespace: key.Namespace, Name: BindingName(key.GVK.Kind, key.Name)}
+	bindingKey := client.ObjectKey{Namespace: key.Namespace, Name: names.Binding(key.GVK.Kind, key.Name)}
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetGroupVersionKind(key.GVK)
 	if err := d.Client.Get(ctx, key.NamespacedName, tmpl); err != nil {
@@ -280,7 +279,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		}
 		return reconcile.Result{}, err
 	}
-	if !tmpl.GetDeletionTimestamp().IsZero() || IsSystemObject(tmpl) {
+	if !tmpl.GetDeletionTimestamp().IsZero() || kube.IsSystemObject(tmpl) {
 		return reconcile.Result{}, nil
 	}
 	best, err := d.bestPolicy(ctx, tmpl)
@@ -323,7 +322,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 	case apierrors.IsNotFound(err):
 		binding = workv1alpha1.NewBinding(bindingKey.Namespace, bindingKey.Name)
 		// Created with the binding controller's finalizer: one write less per template.
-		binding.SetFinalizers([]string{BindingFinalizer})
+		binding.SetFinalizers([]string{names.BindingFinalizer})
 		binding.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Name: tmpl.GetName(), UID: tmpl.GetUID()}})
 		*binding.BindingSpec() = spec
 		log.Info("Creating binding", "binding", bindingKey.String(), "policy", best.ref.Name)
@@ -392,16 +391,6 @@ func (d *Detector) deleteBinding(ctx context.Context, key client.ObjectKey) erro
 		return err
 	}
 	return nil
-}
-
-// BindingName is the name of a template's binding: NAME-KIND, like the objects it places.
-func BindingName(kind, name string) string {
-	n := name + "-" + strings.ToLower(kind)
-	if len(n) > 253 {
-		sum := sha256.Sum256([]byte(n))
-		n = n[:240] + "-" + hex.EncodeToString(sum[:])[:12]
-	}
-	return n
 }
 
 // templateHash covers what the renderer reads: everything but status and server-set metadata.
@@ -490,28 +479,4 @@ func ptrOr(p *int32) int32 {
 		return 0
 	}
 	return *p
-}
-
-// BindingsOfKind lists the bindings whose template is of the kind, namespaced and
-// cluster-scoped alike: what must be interpreted again when the kind's customization changes.
-func BindingsOfKind(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind) []workv1alpha1.Binding {
-	var out []workv1alpha1.Binding
-	apiVersion := gvk.GroupVersion().String()
-	rbs := &workv1alpha1.ResourceBindingList{}
-	if err := c.List(ctx, rbs); err == nil {
-		for i := range rbs.Items {
-			if r := rbs.Items[i].Spec.Resource; r.APIVersion == apiVersion && r.Kind == gvk.Kind {
-				out = append(out, &rbs.Items[i])
-			}
-		}
-	}
-	crbs := &workv1alpha1.ClusterResourceBindingList{}
-	if err := c.List(ctx, crbs); err == nil {
-		for i := range crbs.Items {
-			if r := crbs.Items[i].Spec.Resource; r.APIVersion == apiVersion && r.Kind == gvk.Kind {
-				out = append(out, &crbs.Items[i])
-			}
-		}
-	}
-	return out
 }

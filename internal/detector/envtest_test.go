@@ -16,6 +16,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -63,7 +64,7 @@ func TestDetectorOnARealAPIServer(t *testing.T) {
 			return false
 		}
 		for _, cond := range got.Status.Conditions {
-			if string(cond.Type) == ConditionPropagated && cond.Status == corev1.ConditionFalse && cond.Reason == "NoPolicy" {
+			if string(cond.Type) == names.ConditionPropagated && cond.Status == corev1.ConditionFalse && cond.Reason == "NoPolicy" {
 				return got.Status.ObservedGeneration == got.Generation
 			}
 		}
@@ -81,10 +82,10 @@ func TestDetectorOnARealAPIServer(t *testing.T) {
 	}
 	b := &workv1alpha1.ResourceBinding{}
 	eventually(t, "the binding of shop/web", func() bool {
-		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: BindingName("Deployment", "web")}, b) == nil
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: names.Binding("Deployment", "web")}, b) == nil
 	})
 	want := workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", UID: string(web.UID)}
-	if b.Spec.Resource != want || b.Spec.PolicyRef.Name != "web" || b.Spec.Replicas != 4 || len(b.Finalizers) != 1 || b.Finalizers[0] != BindingFinalizer {
+	if b.Spec.Resource != want || b.Spec.PolicyRef.Name != "web" || b.Spec.Replicas != 4 || len(b.Finalizers) != 1 || b.Finalizers[0] != names.BindingFinalizer {
 		t.Errorf("binding spec %+v finalizers %v", b.Spec, b.Finalizers)
 	}
 	// The placed template gets no Propagated condition from the detector.
@@ -94,7 +95,7 @@ func TestDetectorOnARealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cond := range got.Status.Conditions {
-		if string(cond.Type) == ConditionPropagated {
+		if string(cond.Type) == names.ConditionPropagated {
 			t.Errorf("a placed template is marked unplaced: %+v", cond)
 		}
 	}

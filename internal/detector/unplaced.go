@@ -21,13 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
-
-// ConditionPropagated on the status of a workload template that no policy places: False,
-// naming why. Nothing runs it (the control plane runs no workload controllers), so without it
-// the template would keep an empty status, which Argo CD and kstatus read as a rollout that
-// never ends.
-const ConditionPropagated = "Propagated"
 
 // unplacedKinds are the workload kinds whose tools (kubectl rollout status, Argo CD, kstatus)
 // read status.observedGeneration; the template of such a kind that no policy places gets an
@@ -83,11 +79,11 @@ func (u *Unplaced) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := u.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !tmpl.GetDeletionTimestamp().IsZero() || IsSystemObject(tmpl) {
+	if !tmpl.GetDeletionTimestamp().IsZero() || kube.IsSystemObject(tmpl) {
 		return ctrl.Result{}, nil
 	}
 	b := &workv1alpha1.ResourceBinding{}
-	err := u.Client.Get(ctx, client.ObjectKey{Namespace: tmpl.GetNamespace(), Name: BindingName(u.gvk.Kind, tmpl.GetName())}, b)
+	err := u.Client.Get(ctx, client.ObjectKey{Namespace: tmpl.GetNamespace(), Name: names.Binding(u.gvk.Kind, tmpl.GetName())}, b)
 	if err == nil {
 		return ctrl.Result{}, nil // placed: the binding controller writes its status
 	} else if !apierrors.IsNotFound(err) {
@@ -131,11 +127,11 @@ func WriteUnplacedStatus(ctx context.Context, c client.Client, tmpl *unstructure
 // unplacedStatus is what is true of a template nobody runs: its generation observed, no
 // replicas, and why.
 func unplacedStatus(kind string, tmpl *unstructured.Unstructured, current map[string]any, reason, msg string, failed bool) map[string]any {
-	cond := map[string]any{"type": ConditionPropagated, "status": "False", "reason": reason, "message": msg}
+	cond := map[string]any{"type": names.ConditionPropagated, "status": "False", "reason": reason, "message": msg}
 	since := ""
 	conds, _ := current["conditions"].([]any)
 	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == ConditionPropagated && m["status"] == "False" {
+		if m, ok := c.(map[string]any); ok && m["type"] == names.ConditionPropagated && m["status"] == "False" {
 			since, _ = m["lastTransitionTime"].(string)
 		}
 	}

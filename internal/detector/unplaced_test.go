@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // A template nobody runs reads as observed with no replicas and says why; the condition keeps
@@ -16,7 +18,7 @@ func TestUnplacedStatus(t *testing.T) {
 		t.Errorf("observedGeneration %v, want 3", st["observedGeneration"])
 	}
 	c := st["conditions"].([]any)[0].(map[string]any)
-	if c["type"] != ConditionPropagated || c["status"] != "False" || c["reason"] != "NoPolicy" || c["lastTransitionTime"] != "2026-11-23T10:00:00Z" {
+	if c["type"] != names.ConditionPropagated || c["status"] != "False" || c["reason"] != "NoPolicy" || c["lastTransitionTime"] != "2026-11-23T10:00:00Z" {
 		t.Errorf("condition %v", c)
 	}
 	c["lastTransitionTime"] = "2026-11-23T11:00:00Z"

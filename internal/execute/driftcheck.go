@@ -339,7 +339,7 @@ func (e *Executor) checkEveryWork(ctx context.Context) error {
 			continue
 		}
 		for i := range works.Items {
-			if !strings.HasPrefix(works.Items[i].Namespace, ExecutionNamespacePrefix) {
+			if !strings.HasPrefix(works.Items[i].Namespace, kube.ExecutionNamespacePrefix) {
 				continue
 			}
 			e.changes.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&works.Items[i])})

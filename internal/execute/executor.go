@@ -24,8 +24,6 @@ package execute
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,27 +54,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/flotilla-dev/flotilla/internal/detector"
-
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
-
-// Finalizer holds a Work until its member objects are removed (or orphaned).
-const Finalizer = "work.flotilla.dev/executor"
-
-// ExecutionNamespacePrefix starts the namespaces of the control plane that hold Works.
-const ExecutionNamespacePrefix = kube.ExecutionNamespacePrefix
-
-// PodSecurityLevelAnnotation on a Work is the Pod Security level its objects' namespace
-// enforces in the member when the executor creates that namespace. The binding controller sets
-// it on Works of templates placed by namespaced PropagationPolicies (the platform's
-// --pod-security-level); an existing member namespace is never relabelled.
-const PodSecurityLevelAnnotation = "work.flotilla.dev/pod-security-level"
 
 // memberCallTimeout bounds every call to a member.
 const memberCallTimeout = 15 * time.Second
@@ -149,7 +134,7 @@ func (e *Executor) olderThanApplied(cluster string, gvr schema.GroupVersionResou
 func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 	e.changes = kube.NewQueueSource[reconcile.Request]()
 	inExecutionNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return strings.HasPrefix(o.GetNamespace(), ExecutionNamespacePrefix)
+		return strings.HasPrefix(o.GetNamespace(), kube.ExecutionNamespacePrefix)
 	})
 	if e.DriftCheckInterval > 0 {
 		if err := mgr.Add(manager.RunnableFunc(e.checkEveryWork)); err != nil {
@@ -191,7 +176,7 @@ var becameReady = predicate.Funcs{
 // worksOfCluster lists the Works in a cluster's execution namespace.
 func (e *Executor) worksOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	works := &workv1alpha1.WorkList{}
-	if err := e.Client.List(ctx, works, client.InNamespace(ExecutionNamespacePrefix+o.GetName())); err != nil {
+	if err := e.Client.List(ctx, works, client.InNamespace(kube.ExecutionNamespacePrefix+o.GetName())); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(works.Items))
@@ -204,7 +189,7 @@ func (e *Executor) worksOfCluster(ctx context.Context, o client.Object) []reconc
 // worksOfKind lists the Works of every binding of the kind.
 func (e *Executor) worksOfKind(ctx context.Context, kind *unstructured.Unstructured) []reconcile.Request {
 	var reqs []reconcile.Request
-	for _, b := range detector.BindingsOfKind(ctx, e.Client, kind.GroupVersionKind()) {
+	for _, b := range kube.BindingsOfKind(ctx, e.Client, kind.GroupVersionKind()) {
 		works := &workv1alpha1.WorkList{}
 		if err := e.Client.List(ctx, works, client.MatchingLabels{
 			workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName()}); err != nil {
@@ -246,7 +231,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	reachable := connected && health.Readiness != clustercache.ReadinessNotReady
 
 	if !w.DeletionTimestamp.IsZero() {
-		if !controllerutil.ContainsFinalizer(w, Finalizer) {
+		if !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
 			return ctrl.Result{}, nil
 		}
 		policy := w.Spec.DeletionPolicy
@@ -295,12 +280,12 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		e.dirtySince.Delete(req.NamespacedName)
 		e.forgetWork(req.NamespacedName)
 		patch := client.MergeFrom(w.DeepCopy())
-		controllerutil.RemoveFinalizer(w, Finalizer)
+		controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(e.Client.Patch(ctx, w, patch))
 	}
-	if !controllerutil.ContainsFinalizer(w, Finalizer) {
+	if !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
 		patch := client.MergeFrom(w.DeepCopy())
-		controllerutil.AddFinalizer(w, Finalizer)
+		controllerutil.AddFinalizer(w, names.ExecutorFinalizer)
 		if err := e.Client.Patch(ctx, w, patch); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -394,16 +379,6 @@ func setApplied(status *workv1alpha1.WorkStatus, w *workv1alpha1.Work, s metav1.
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: s, Reason: reason, Message: msg, ObservedGeneration: w.Generation})
 }
 
-// ManifestsHash is what a Work's status.appliedHash says once the member runs its manifests.
-func ManifestsHash(w *workv1alpha1.Work) string {
-	h := sha256.New()
-	for _, m := range w.Spec.Manifests {
-		h.Write(m.Raw)
-	}
-	h.Write([]byte(w.Spec.ConflictResolution))
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // apply applies the Work's manifests that changed, puts back what drifted in the member
 // (or reports it), and gathers health and status. It returns when to look again, if the
 // member will not say.
@@ -412,7 +387,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	if err != nil {
 		return 0, err
 	}
-	hash := ManifestsHash(w)
+	hash := kube.ManifestsHash(w)
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID && last.(appliedWork).generation > w.Generation {
 		return 0, errStaleWork // the cache lags behind our own apply; the newer Work's event follows
 	}
@@ -525,7 +500,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 		if needApply {
 			cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 			if namespaced {
-				if err := e.ensureNamespace(cctx, member, obj.GetNamespace(), w.Annotations[PodSecurityLevelAnnotation]); err != nil {
+				if err := e.ensureNamespace(cctx, member, obj.GetNamespace(), w.Annotations[names.PodSecurityLevelAnnotation]); err != nil {
 					cancel()
 					return 0, err
 				}
@@ -703,7 +678,7 @@ func namespaceLabels(podSecurityLevel string) (map[string]string, error) {
 		labels[podSecurityEnforceLabel] = podSecurityLevel
 		labels[podSecurityEnforceVersionLabel] = "latest"
 	default:
-		return nil, fmt.Errorf("annotation %s is %q: give privileged, baseline or restricted", PodSecurityLevelAnnotation, podSecurityLevel)
+		return nil, fmt.Errorf("annotation %s is %q: give privileged, baseline or restricted", names.PodSecurityLevelAnnotation, podSecurityLevel)
 	}
 	return labels, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // A member namespace the executor creates for a namespaced policy's objects enforces the
@@ -30,7 +31,7 @@ func TestNamespaceLabels(t *testing.T) {
 			t.Errorf("%q: labels (-want +got):\n%s", tc.level, d)
 		}
 	}
-	if _, err := namespaceLabels("strict"); err == nil || !strings.Contains(err.Error(), PodSecurityLevelAnnotation) {
+	if _, err := namespaceLabels("strict"); err == nil || !strings.Contains(err.Error(), names.PodSecurityLevelAnnotation) {
 		t.Errorf("unknown level: error = %v, want it to name the annotation", err)
 	}
 }

@@ -14,20 +14,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
-
-// UnreachableTaintKey marks a cluster that stayed not Ready past the grace period.
-const UnreachableTaintKey = "cluster.flotilla.dev/unreachable"
-
-// Unreachable reports whether the cluster carries the NoExecute unreachable taint.
-func Unreachable(cl *clusterv1alpha1.Cluster) bool {
-	for _, t := range cl.Spec.Taints {
-		if t.Key == UnreachableTaintKey && t.Effect == clusterv1alpha1.TaintEffectNoExecute {
-			return true
-		}
-	}
-	return false
-}
 
 // TaintController taints clusters that stay not Ready past GracePeriod.
 type TaintController struct {
@@ -57,7 +45,7 @@ func (c *TaintController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, nil
 	}
 	ready := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
-	tainted := Unreachable(cl)
+	tainted := kube.Unreachable(cl)
 	if ready == nil {
 		return ctrl.Result{}, nil // not probed yet
 	}
@@ -89,13 +77,13 @@ func (c *TaintController) setTaint(ctx context.Context, cl *clusterv1alpha1.Clus
 	patch := client.MergeFromWithOptions(cl.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	kept := cl.Spec.Taints[:0:0]
 	for _, t := range cl.Spec.Taints {
-		if t.Key != UnreachableTaintKey || t.Effect != clusterv1alpha1.TaintEffectNoExecute { // only ours
+		if t.Key != names.UnreachableTaintKey || t.Effect != clusterv1alpha1.TaintEffectNoExecute { // only ours
 			kept = append(kept, t)
 		}
 	}
 	if on {
 		now := metav1.NewTime(c.Clock.Now())
-		kept = append(kept, clusterv1alpha1.Taint{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute, TimeAdded: &now})
+		kept = append(kept, clusterv1alpha1.Taint{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute, TimeAdded: &now})
 	}
 	cl.Spec.Taints = kept
 	if err := c.Client.Patch(ctx, cl, patch); err != nil {

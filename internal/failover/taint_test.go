@@ -21,6 +21,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/eventstest"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 const grace = time.Minute
@@ -32,7 +34,7 @@ var gpuTaint = clusterv1alpha1.Taint{Key: "dedicated", Value: "gpu", Effect: clu
 
 func unreachableSince(at time.Time) clusterv1alpha1.Taint {
 	t := metav1.NewTime(at)
-	return clusterv1alpha1.Taint{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute, TimeAdded: &t}
+	return clusterv1alpha1.Taint{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute, TimeAdded: &t}
 }
 
 // member is a cluster whose Ready condition has had status since the given time; a zero
@@ -171,9 +173,9 @@ func TestTaintControllerReconcile(t *testing.T) {
 		},
 		{
 			name: "untainting keeps a hand-set taint of the same key with another effect",
-			cluster: member(metav1.ConditionTrue, now.Add(-grace-time.Second), clusterv1alpha1.Taint{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule},
+			cluster: member(metav1.ConditionTrue, now.Add(-grace-time.Second), clusterv1alpha1.Taint{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule},
 				unreachableSince(now.Add(-time.Hour))),
-			wantTaints: []clusterv1alpha1.Taint{{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule}},
+			wantTaints: []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule}},
 			wantEvent:  "Normal Untainted",
 		},
 		{
@@ -262,12 +264,12 @@ func TestUnreachable(t *testing.T) {
 	}{
 		{"untainted", nil, false},
 		{"other taints only", []clusterv1alpha1.Taint{gpuTaint}, false},
-		{"the unreachable key with another effect does not count", []clusterv1alpha1.Taint{{Key: UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule}}, false},
+		{"the unreachable key with another effect does not count", []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoSchedule}}, false},
 		{"unreachable NoExecute among others", []clusterv1alpha1.Taint{gpuTaint, unreachableSince(now)}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Unreachable(member("", time.Time{}, tt.taints...)); got != tt.want {
+			if got := kube.Unreachable(member("", time.Time{}, tt.taints...)); got != tt.want {
 				t.Errorf("Unreachable = %v, want %v", got, tt.want)
 			}
 		})

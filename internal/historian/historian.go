@@ -49,8 +49,6 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/audit"
-	"github.com/flotilla-dev/flotilla/internal/execute"
-	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -476,10 +474,10 @@ type lazyContext struct {
 // nil otherwise (no Work, or a newer render not applied yet).
 func (l *lazyContext) applied(cluster string) *unstructured.Unstructured {
 	w := &workv1alpha1.Work{}
-	if kube.GetWork(l.ctx, l.h.Client, l.b.GetNamespace(), l.b.GetName(), cluster, w) != nil || !execute.AppliedThisSpec(w) {
+	if kube.GetWork(l.ctx, l.h.Client, l.b.GetNamespace(), l.b.GetName(), cluster, w) != nil || !kube.AppliedThisSpec(w) {
 		return nil
 	}
-	return execute.RenderedTemplate(w)
+	return kube.RenderedTemplate(w)
 }
 
 func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {
@@ -572,7 +570,7 @@ func (l *lazyContext) removalCause(cluster string) (string, string) {
 	// The eviction task may be over by the time the member's status goes: the cluster's
 	// unreachable taint still tells.
 	cl := &clusterv1alpha1.Cluster{}
-	if l.h.Client.Get(l.ctx, client.ObjectKey{Name: cluster}, cl) == nil && failover.Unreachable(cl) {
+	if l.h.Client.Get(l.ctx, client.ObjectKey{Name: cluster}, cl) == nil && kube.Unreachable(cl) {
 		return CauseFailover, "moved off " + cluster + ": the cluster is unreachable (failover)"
 	}
 	return CausePlacement, fmt.Sprintf("%s %s no longer places it on %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef), cluster)

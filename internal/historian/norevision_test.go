@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // Without a rollout a template has no revisions, yet a changed template, or a changed
@@ -31,12 +31,12 @@ func TestChangesWithoutRevisionsAreRecordedPerCluster(t *testing.T) {
 		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "web", Image: image, Env: []corev1.EnvVar{{Name: "MODE", Value: env}}}}
 		raw, _ := json.Marshal(d)
 		w := &workv1alpha1.Work{}
-		key := client.ObjectKey{Namespace: execute.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName("shop", "web-deployment")}
+		key := client.ObjectKey{Namespace: kube.ExecutionNamespacePrefix + cluster, Name: workv1alpha1.WorkName("shop", "web-deployment")}
 		exists := c.Get(ctx, key, w) == nil
 		w.Namespace, w.Name, w.Generation = key.Namespace, key.Name, w.Generation+1
 		w.Spec.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}
 		if applied { // the fake control plane keeps a Work's status with its spec
-			w.Status.AppliedHash = execute.ManifestsHash(w)
+			w.Status.AppliedHash = kube.ManifestsHash(w)
 			w.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()}}
 		}
 		write := c.Create

@@ -34,12 +34,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
-	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/historian"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
@@ -526,7 +526,7 @@ func (s *Server) renderedImages(ctx context.Context, b *workv1alpha1.ResourceBin
 	if kube.GetWork(ctx, s.Client, b.Namespace, b.Name, cluster, w) != nil {
 		return nil
 	}
-	if u := execute.RenderedTemplate(w); u != nil {
+	if u := kube.RenderedTemplate(w); u != nil {
 		return interpret.Images(u)
 	}
 	return nil

@@ -7,12 +7,13 @@ package manager
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/internal/dashboard"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/dashboard"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -284,7 +285,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := detector.SetupUnplaced(mgr); err != nil {
 		return err
 	}
-	if err := detector.IndexBindingsByPolicy(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := kube.IndexBindingsByPolicy(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("indexing bindings by policy: %w", err)
 	}
 	sched := &scheduler.Controller{Client: mgr.GetClient(), Recorder: recorder("flotilla-scheduler"), Interpreters: interpreters}

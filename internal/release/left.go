@@ -13,7 +13,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/scheduler"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // WhyNotPlaced says why a binding no longer places its template on a cluster: evicted by a
@@ -46,7 +46,7 @@ func WhyNotPlaced(ctx context.Context, c client.Reader, b workv1alpha1.Binding, 
 			}
 		}
 		gvk := schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
-		if len(cl.Status.APIEnablements) > 0 && !scheduler.Serves(cl, gvk) {
+		if len(cl.Status.APIEnablements) > 0 && !kube.Serves(cl, gvk) {
 			return fmt.Sprintf("the cluster does not serve %s of %s: install its CRD there", gvk.Kind, gvk.GroupVersion())
 		}
 	}

@@ -24,7 +24,6 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
@@ -58,7 +57,7 @@ func (r *Recorder) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *Recorder) bindingsOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {
-	return detector.BindingsOfPolicy(ctx, r.Client, o)
+	return kube.BindingsOfPolicy(ctx, r.Client, o)
 }
 
 // DeleteHistory removes a binding's revisions and releases: when its rollout goes away, so a

@@ -18,8 +18,8 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
@@ -163,7 +163,7 @@ func (c *Controller) clusterTraffic(ctx context.Context, b workv1alpha1.Binding,
 	var waiting []string
 	for _, o := range trafficObjects(t) {
 		w := &workv1alpha1.Work{}
-		if err := kube.GetWork(ctx, c.Client, b.GetNamespace(), detector.BindingName(o.kind, o.name), cluster, w); err != nil {
+		if err := kube.GetWork(ctx, c.Client, b.GetNamespace(), names.Binding(o.kind, o.name), cluster, w); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return 0, nil, err
 			}
@@ -178,7 +178,7 @@ func (c *Controller) clusterTraffic(ctx context.Context, b workv1alpha1.Binding,
 		switch {
 		case got != describeState(o.kind, want):
 			msg := fmt.Sprintf("%s %s in %s to be rendered with %s", o.kind, o.name, cluster, describeState(o.kind, want))
-			if why := c.renderError(ctx, b.GetNamespace(), detector.BindingName(o.kind, o.name), cluster); why != "" {
+			if why := c.renderError(ctx, b.GetNamespace(), names.Binding(o.kind, o.name), cluster); why != "" {
 				msg += " (its binding says: " + why + ")"
 			}
 			waiting = append(waiting, msg)

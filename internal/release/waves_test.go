@@ -20,7 +20,7 @@ func clusters(n int, labels func(i int) map[string]string) []clusterv1alpha1.Clu
 	return out
 }
 
-func names(ws []Wave) map[string][]string {
+func waveNames(ws []Wave) map[string][]string {
 	out := map[string][]string{}
 	for _, w := range ws {
 		out[w.Name] = w.Clusters
@@ -34,13 +34,13 @@ func TestPercentageWaves(t *testing.T) {
 	}}
 	got := ResolveWaves(s, clusters(10, func(int) map[string]string { return nil }))
 	want := map[string][]string{"canary": {"c00"}, "early": {"c01", "c02"}, "all": {"c03", "c04", "c05", "c06", "c07", "c08", "c09"}}
-	if diff := cmp.Diff(want, names(got)); diff != "" {
+	if diff := cmp.Diff(want, waveNames(got)); diff != "" {
 		t.Errorf("1:2:7 over 10 clusters (-want +got):\n%s", diff)
 	}
 	// Three clusters: rounding up gives the first wave one cluster, never zero.
 	got = ResolveWaves(s, clusters(3, func(int) map[string]string { return nil }))
 	want = map[string][]string{"canary": {"c00"}, "early": {"c01"}, "all": {"c02"}}
-	if diff := cmp.Diff(want, names(got)); diff != "" {
+	if diff := cmp.Diff(want, waveNames(got)); diff != "" {
 		t.Errorf("1:2:7 over 3 clusters (-want +got):\n%s", diff)
 	}
 }
@@ -58,7 +58,7 @@ func TestSelectorWavesAndTheRest(t *testing.T) {
 	}
 	got := ResolveWaves(s, clusters(5, env))
 	want := map[string][]string{"staging": {"c00", "c01"}, "eu": {"c03"}, RestWave: {"c02", "c04"}}
-	if diff := cmp.Diff(want, names(got)); diff != "" {
+	if diff := cmp.Diff(want, waveNames(got)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if got[len(got)-1].Name != RestWave || got[len(got)-1].Spec != nil {

@@ -30,11 +30,10 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
-	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // Controller writes each binding's clusters: filter (Ready, affinity, taints, served kind),
@@ -69,7 +68,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	// A policy's placement is read by its own bindings only (the detector moves a template to
 	// another policy by rewriting the binding's spec).
 	byPolicy := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return detector.BindingsOfPolicy(ctx, c.Client, o)
+		return kube.BindingsOfPolicy(ctx, c.Client, o)
 	})
 	group := handler.EnqueueRequestsFromMapFunc(c.groupOf)
 	// Only a binding's spec is a scheduling input: its status writes (the binding
@@ -353,7 +352,7 @@ func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds
 			failed++
 		case slices.Contains(bs.UnmanagedClusters, cl.Name):
 			unmanaged++
-		case failover.Unreachable(&cl) && !toleratesUnreachable(spec.Placement.ClusterTolerations):
+		case kube.Unreachable(&cl) && !toleratesUnreachable(spec.Placement.ClusterTolerations):
 			// Divided replicas move; a Duplicated workload stays, reported lost.
 			if assigned[cl.Name] && !divided {
 				usable = append(usable, cl)
@@ -472,13 +471,13 @@ func (c *Controller) divided(gvk schema.GroupVersionKind, spec *policyv1alpha1.P
 }
 
 func toleratesUnreachable(tols []policyv1alpha1.Toleration) bool {
-	return tolerates(tols, []clusterv1alpha1.Taint{{Key: failover.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}})
+	return tolerates(tols, []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}})
 }
 
 func withoutUnreachable(taints []clusterv1alpha1.Taint) []clusterv1alpha1.Taint {
 	out := make([]clusterv1alpha1.Taint, 0, len(taints))
 	for _, t := range taints {
-		if t.Key != failover.UnreachableTaintKey || t.Effect != clusterv1alpha1.TaintEffectNoExecute {
+		if t.Key != names.UnreachableTaintKey || t.Effect != clusterv1alpha1.TaintEffectNoExecute {
 			out = append(out, t)
 		}
 	}
@@ -514,7 +513,7 @@ func evictions(bs *workv1alpha1.ResourceBindingSpec, result []workv1alpha1.Targe
 	}
 	unreachable := map[string]bool{}
 	for i := range clusters {
-		if failover.Unreachable(&clusters[i]) {
+		if kube.Unreachable(&clusters[i]) {
 			unreachable[clusters[i].Name] = true
 		}
 	}
@@ -570,28 +569,11 @@ func isReady(cl *clusterv1alpha1.Cluster) bool {
 
 func servesAll(cl *clusterv1alpha1.Cluster, kinds []schema.GroupVersionKind) bool {
 	for _, k := range kinds {
-		if !serves(cl, k) {
+		if !kube.Serves(cl, k) {
 			return false
 		}
 	}
 	return true
-}
-
-// Serves says whether a cluster's discovered APIs include the kind.
-func Serves(cl *clusterv1alpha1.Cluster, gvk schema.GroupVersionKind) bool { return serves(cl, gvk) }
-
-func serves(cl *clusterv1alpha1.Cluster, gvk schema.GroupVersionKind) bool {
-	for _, e := range cl.Status.APIEnablements {
-		if e.GroupVersion != gvk.GroupVersion().String() {
-			continue
-		}
-		for _, r := range e.Resources {
-			if r.Kind == gvk.Kind {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // tolerates: every NoSchedule and NoExecute taint must be tolerated; PreferNoSchedule never

@@ -15,7 +15,7 @@ func cl(name, region string) clusterv1alpha1.Cluster {
 	return clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"region": region}}}
 }
 
-func names(cs []clusterv1alpha1.Cluster) []string {
+func clusterNames(cs []clusterv1alpha1.Cluster) []string {
 	var out []string
 	for _, c := range cs {
 		out = append(out, c.Name)
@@ -30,12 +30,12 @@ func TestSpread(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The two groups with most clusters (a, then b before c by name).
-	if diff := cmp.Diff([]string{"a1", "a2", "b1"}, names(got)); diff != "" {
+	if diff := cmp.Diff([]string{"a1", "a2", "b1"}, clusterNames(got)); diff != "" {
 		t.Errorf("spread (-want +got):\n%s", diff)
 	}
 	got, err = spread([]policyv1alpha1.SpreadConstraint{{SpreadByField: "cluster", MinGroups: 1, MaxGroups: 1}}, fleet)
 	if err != nil || len(got) != 1 {
-		t.Errorf("one cluster group: %v %v", names(got), err)
+		t.Errorf("one cluster group: %v %v", clusterNames(got), err)
 	}
 	_, err = spread([]policyv1alpha1.SpreadConstraint{{SpreadByLabel: "region", MinGroups: 4}}, fleet)
 	if err == nil || !strings.Contains(err.Error(), "needs at least 4 groups, the candidate clusters form 3") {

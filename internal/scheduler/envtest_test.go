@@ -14,7 +14,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
@@ -27,7 +26,7 @@ func TestSchedulerOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	cfg, c := testenv.Start(t)
 	testenv.Manager(t, cfg, func(mgr ctrl.Manager) error {
-		if err := detector.IndexBindingsByPolicy(ctx, mgr.GetFieldIndexer()); err != nil {
+		if err := kube.IndexBindingsByPolicy(ctx, mgr.GetFieldIndexer()); err != nil {
 			return err
 		}
 		return (&Controller{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr)

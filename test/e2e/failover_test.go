@@ -20,8 +20,9 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/failover"
 	"github.com/flotilla-dev/flotilla/internal/historian"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 func memberAvailable(t *testing.T, cluster, ns, name string) int32 {
@@ -53,7 +54,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	tolerant := divided.DeepCopy()
 	tolerant.Name = "tolerant"
 	tolerant.Spec.ResourceSelectors[0].Name = "cache"
-	tolerant.Spec.Placement.ClusterTolerations = []policyv1alpha1.Toleration{{Key: failover.UnreachableTaintKey, Operator: "Exists"}}
+	tolerant.Spec.Placement.ClusterTolerations = []policyv1alpha1.Toleration{{Key: names.UnreachableTaintKey, Operator: "Exists"}}
 	web := webDeployment(ns, 9)
 	agent := webDeployment(ns, 1)
 	agent.Name = "agent"
@@ -100,7 +101,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 		WithTimeout(probePeriod*failureThreshold + probeTimeout + failoverGrace + 15*time.Second).Should(gomega.Equal(int32(9)))
 	cl := &clusterv1alpha1.Cluster{}
 	g.Expect(cp.Get(ctx, client.ObjectKey{Name: "europe"}, cl)).To(gomega.Succeed())
-	g.Expect(failover.Unreachable(cl)).To(gomega.BeTrue(), "europe is tainted unreachable")
+	g.Expect(kube.Unreachable(cl)).To(gomega.BeTrue(), "europe is tainted unreachable")
 	// The eviction task ends once the replacements are available.
 	g.Eventually(func() []workv1alpha1.GracefulEvictionTask {
 		return bindingNow(ctx, ns, "web-deployment").Spec.GracefulEvictionTasks
@@ -134,7 +135,7 @@ func TestClusterFailoverMovesDividedReplicas(t *testing.T) {
 	g.Expect(fleet.StartMember(ctx, "europe")).To(gomega.Succeed())
 	g.Eventually(func() bool {
 		g.Expect(cp.Get(ctx, client.ObjectKey{Name: "europe"}, cl)).To(gomega.Succeed())
-		return failover.Unreachable(cl)
+		return kube.Unreachable(cl)
 	}).Should(gomega.BeFalse())
 	// Static weights are the desired division: the replicas return to 3/3/3 once europe's
 	// stale Deployment (its evicted Work's) is gone and a new one is placed, and from then on

@@ -18,7 +18,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // workloadTenant makes namespace ns and a client for user (group group) who may manage
@@ -166,7 +166,7 @@ func TestPrivilegedWorkloadsOfANamespaceStayOutOfMembers(t *testing.T) {
 	t.Cleanup(func() { _ = cp.Delete(context.Background(), priv); _ = cp.Delete(context.Background(), pp) })
 
 	// then the binding reports the violation,
-	bindingName := detector.BindingName("Deployment", "priv")
+	bindingName := names.Binding("Deployment", "priv")
 	g.Eventually(func() string { return bindingApplied("tw-alice", bindingName) }).Should(gomega.And(
 		gomega.ContainSubstring("cluster east"),
 		gomega.ContainSubstring("Deployment tw-alice/priv"),

@@ -28,7 +28,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/cli"
-	"github.com/flotilla-dev/flotilla/internal/detector"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // rolloutStatus runs `kubectl rollout status`'s own judgement (k8s.io/kubectl's status
@@ -289,7 +289,7 @@ func TestUnschedulableDeploymentSaysSoOnTheControlPlane(t *testing.T) {
 			return ""
 		}
 		for _, c := range tmpl.Status.Conditions {
-			if string(c.Type) == detector.ConditionPropagated {
+			if string(c.Type) == names.ConditionPropagated {
 				return string(c.Status) + "/" + c.Reason + ": " + c.Message
 			}
 		}

@@ -1,4 +1,4 @@
-package detector
+package kube
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // A policy change reaches exactly the bindings it placed, through the index: a namespaced
@@ -22,7 +21,7 @@ func TestBindingsOfPolicy(t *testing.T) {
 	pp := workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}
 	other := workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "db"}
 	cpp := workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: "web"}
-	c := fake.NewClientBuilder().WithScheme(kube.Scheme).
+	c := fake.NewClientBuilder().WithScheme(Scheme).
 		WithIndex(&workv1alpha1.ResourceBinding{}, PolicyIndex, func(o client.Object) []string {
 			ref := o.(workv1alpha1.Binding).BindingSpec().PolicyRef
 			return []string{policyKey(ref.Kind, ref.Namespace, ref.Name)}

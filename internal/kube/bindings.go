@@ -1,7 +1,9 @@
-package detector
+package kube
 
 import (
 	"context"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -53,4 +55,28 @@ func BindingsOfPolicy(ctx context.Context, c client.Reader, policy client.Object
 		}
 	}
 	return reqs
+}
+
+// BindingsOfKind lists the bindings whose template is of the kind, namespaced and
+// cluster-scoped alike: what must be interpreted again when the kind's customization changes.
+func BindingsOfKind(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind) []workv1alpha1.Binding {
+	var out []workv1alpha1.Binding
+	apiVersion := gvk.GroupVersion().String()
+	rbs := &workv1alpha1.ResourceBindingList{}
+	if err := c.List(ctx, rbs); err == nil {
+		for i := range rbs.Items {
+			if r := rbs.Items[i].Spec.Resource; r.APIVersion == apiVersion && r.Kind == gvk.Kind {
+				out = append(out, &rbs.Items[i])
+			}
+		}
+	}
+	crbs := &workv1alpha1.ClusterResourceBindingList{}
+	if err := c.List(ctx, crbs); err == nil {
+		for i := range crbs.Items {
+			if r := crbs.Items[i].Spec.Resource; r.APIVersion == apiVersion && r.Kind == gvk.Kind {
+				out = append(out, &crbs.Items[i])
+			}
+		}
+	}
+	return out
 }

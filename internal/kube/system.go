@@ -1,13 +1,10 @@
-package detector
+package kube
 
 import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
-
-// ExecutionNamespacePrefix starts the control-plane namespaces that hold each member's Works.
-const ExecutionNamespacePrefix = "flotilla-es-"
 
 var systemNamespaces = map[string]bool{"kube-system": true, "kube-public": true, "kube-node-lease": true, "flotilla-system": true}
 
