@@ -74,8 +74,8 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
 	"github.com/flotilla-dev/flotilla/internal/names"
-	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
@@ -651,7 +651,7 @@ func (c *Controller) notReachedYet(ctx context.Context, b workv1alpha1.Binding, 
 	if hasWorks {
 		return false, nil // already running: a rollout added later does not stage what runs
 	}
-	policy, err := release.PolicySpec(ctx, c.Client, b.BindingSpec().PolicyRef)
+	_, policy, err := kube.Policy(ctx, c.Client, b.BindingSpec().PolicyRef)
 	if err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
@@ -714,7 +714,7 @@ func (c *Controller) finalize(ctx context.Context, b workv1alpha1.Binding, works
 	}
 	if b.GetNamespace() == "" {
 		// Nothing owns a cluster-scoped binding's revisions and releases: they go with it.
-		if err := release.DeleteHistory(ctx, c.Client, b); err != nil {
+		if err := revision.DeleteHistory(ctx, c.Client, b); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -749,11 +749,11 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 	if src, ok := loaded[rev]; ok {
 		return src, nil
 	}
-	src, hash, err := release.LoadRevision(ctx, c.Client, b, rev)
+	src, hash, err := revision.Load(ctx, c.Client, b, rev)
 	if err != nil {
 		return nil, err
 	}
-	if hash == release.WorkloadHash(c.Interpreters.For(tmpl.GroupVersionKind()), tmpl) {
+	if hash == revision.WorkloadHash(c.Interpreters.For(tmpl.GroupVersionKind()), tmpl) {
 		src = tmpl
 	} else {
 		src.SetName(tmpl.GetName())

@@ -18,7 +18,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
-	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 // templateRollout is what the control plane knows of the template's change in flight: which
@@ -38,17 +38,17 @@ func (c *Controller) rolloutOf(ctx context.Context, b workv1alpha1.Binding, tmpl
 		return templateRollout{}, nil
 	}
 	r := templateRollout{latest: revs.Latest}
-	_, hash, err := release.LoadRevision(ctx, c.Client, b, revs.Latest)
+	_, hash, err := revision.Load(ctx, c.Client, b, revs.Latest)
 	switch {
 	case apierrors.IsNotFound(err):
 		r.pending = true
 	case err != nil:
 		return r, err
 	default:
-		r.pending = hash != release.WorkloadHash(in, tmpl)
+		r.pending = hash != revision.WorkloadHash(in, tmpl)
 	}
 	rel := &rolloutv1alpha1.Release{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, rel); err == nil {
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: revision.Namespace(b), Name: revision.ReleaseName(b, revs.Latest)}, rel); err == nil {
 		r.release = rel
 	} else if !apierrors.IsNotFound(err) {
 		return r, err

@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 func newDescribeCommand(g *globals) *cobra.Command {
@@ -264,7 +265,7 @@ func readAdoption(ctx context.Context, c client.Client, b workv1alpha1.Binding) 
 		return nil, nil
 	}
 	a := &adoption{state: map[string]string{}, release: &rolloutv1alpha1.Release{}}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, a.release); apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: revision.Namespace(b), Name: revision.ReleaseName(b, revs.Latest)}, a.release); apierrors.IsNotFound(err) {
 		a.release = nil
 	} else if err != nil {
 		return nil, err

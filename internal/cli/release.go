@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 // Exit codes of `release watch` and `release status`, for CI gates.
@@ -69,7 +70,7 @@ func findRelease(ctx context.Context, c client.Client, arg, namespace string) (*
 		return nil, err
 	}
 	rel := &rolloutv1alpha1.Release{}
-	err = c.Get(ctx, client.ObjectKey{Namespace: release.Namespace(b), Name: release.ReleaseName(b, revs.Latest)}, rel)
+	err = c.Get(ctx, client.ObjectKey{Namespace: revision.Namespace(b), Name: revision.ReleaseName(b, revs.Latest)}, rel)
 	switch {
 	case apierrors.IsNotFound(err) && revs.Latest == 1 && revs.Stable != 0:
 		// The first revision went everywhere at once. Only a staged one (an adoption, see
@@ -94,7 +95,7 @@ func pendingChange(ctx context.Context, c client.Client, b workv1alpha1.Binding)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, tmpl); err != nil {
 		return false, 0, client.IgnoreNotFound(err) // deleted: its releases are what is left
 	}
-	_, hash, err := release.LoadRevision(ctx, c, b, b.BindingSpec().Revisions.Latest)
+	_, hash, err := revision.Load(ctx, c, b, b.BindingSpec().Revisions.Latest)
 	if apierrors.IsNotFound(err) {
 		return true, tmpl.GetGeneration(), nil
 	} else if err != nil {
@@ -108,7 +109,7 @@ func pendingChange(ctx context.Context, c client.Client, b workv1alpha1.Binding)
 	} else if err != nil {
 		return false, 0, err
 	}
-	return release.WorkloadHash(interpreters.For(tmpl.GroupVersionKind()), tmpl) != hash, tmpl.GetGeneration(), nil
+	return revision.WorkloadHash(interpreters.For(tmpl.GroupVersionKind()), tmpl) != hash, tmpl.GetGeneration(), nil
 }
 
 // interpreterFor is the kind's interpreter with the fleet's customizations; a user who may
@@ -426,9 +427,9 @@ func planPromote(rel *rolloutv1alpha1.Release, full bool, background rolloutv1al
 	if rel.Spec.Paused {
 		resumed = " and resumed"
 	}
-	if steps := release.WaveSteps(rel, ws.Name); int(ws.CurrentStep) < len(steps) {
+	if steps := revision.WaveSteps(rel, ws.Name); int(ws.CurrentStep) < len(steps) {
 		k := int(ws.CurrentStep)
-		label, st := release.StepLabel(steps, k), steps[k]
+		label, st := revision.StepLabel(steps, k), steps[k]
 		promoted := fmt.Sprintf("%s/%d", ws.Name, k)
 		full := fmt.Sprintf("`%s release promote --full` skips every remaining step and gate", invokedName())
 		switch {
@@ -522,7 +523,7 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 	if to < 1 || to >= revs.Latest+1 {
 		return fmt.Errorf("--to-revision %d: revisions run from 1 to %d", to, revs.Latest)
 	}
-	old, oldHash, err := release.LoadRevision(ctx, t.c, t.binding, to)
+	old, oldHash, err := revision.Load(ctx, t.c, t.binding, to)
 	if err != nil {
 		return fmt.Errorf("--to-revision %d: %w (only the newest revisions are kept)", to, err)
 	}
@@ -537,7 +538,7 @@ func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64)
 	if err != nil {
 		return err
 	}
-	if release.WorkloadHash(in, tmpl) == oldHash {
+	if revision.WorkloadHash(in, tmpl) == oldHash {
 		return fmt.Errorf("%s: the template holds the workload of revision %d already, so undo would change nothing; name an older one with --to-revision (revisions run from 1 to %d)",
 			arg, to, revs.Latest)
 	}
@@ -747,7 +748,7 @@ func waveText(rel *rolloutv1alpha1.Release, i int, members map[string]workv1alph
 		}
 		ws.Message = fmt.Sprintf("%d of %d clusters run revision %d healthy", healthy, of, rev)
 	}
-	steps := release.WaveSteps(rel, ws.Name)
+	steps := revision.WaveSteps(rel, ws.Name)
 	if len(steps) == 0 || ws.Phase == rolloutv1alpha1.WavePending || ws.Phase == rolloutv1alpha1.WaveSucceeded || i != int(rel.Status.CurrentWave) {
 		return ws.Message
 	}
@@ -756,15 +757,15 @@ func waveText(rel *rolloutv1alpha1.Release, i int, members map[string]workv1alph
 		return strings.TrimSuffix(fmt.Sprintf("canary steps %d/%d done; %s", len(steps), len(steps), ws.Message), "; ")
 	}
 	msg := ws.Message
-	if rest, ok := strings.CutPrefix(msg, release.StepLabel(steps, k)+": "); ok {
+	if rest, ok := strings.CutPrefix(msg, revision.StepLabel(steps, k)+": "); ok {
 		msg = rest
 	} else if rest, ok := strings.CutPrefix(msg, fmt.Sprintf("step %d", k)); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
 		_, msg, _ = strings.Cut(rest, ": ") // written by an earlier version: 0-based, without the label
 	}
 	if msg == "" {
-		return release.StepLabel(steps, k)
+		return revision.StepLabel(steps, k)
 	}
-	return release.StepLabel(steps, k) + ": " + msg
+	return revision.StepLabel(steps, k) + ": " + msg
 }
 
 // clusterState is the phase the tree shows for one cluster of wave i and why it is there. While
@@ -797,7 +798,7 @@ func (t *releaseTarget) clusterState(i int, cl rolloutv1alpha1.ClusterRelease, c
 	}
 	if pinned != rel.Spec.Revision {
 		cur := int(rel.Status.CurrentWave)
-		inSteps := i == cur && int(rel.Status.Waves[i].CurrentStep) < len(release.WaveSteps(rel, rel.Status.Waves[i].Name))
+		inSteps := i == cur && int(rel.Status.Waves[i].CurrentStep) < len(revision.WaveSteps(rel, rel.Status.Waves[i].Name))
 		keeps := fmt.Sprintf("keeps revision %d", pinned)
 		if staged {
 			keeps = "stays unmanaged"
@@ -885,7 +886,7 @@ func (t *releaseTarget) imagesOf(ctx context.Context, rev int64) string {
 		return img
 	}
 	img := ""
-	if u, _, err := release.LoadRevision(ctx, t.c, t.binding, rev); err == nil {
+	if u, _, err := revision.Load(ctx, t.c, t.binding, rev); err == nil {
 		img = strings.Join(interpret.Images(u), ",")
 	}
 	if t.images == nil {

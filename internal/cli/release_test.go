@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 // releasedBinding is shop/web-deployment placed on east and west with the given revisions.
@@ -80,13 +81,13 @@ func revisionOf(t *testing.T, b workv1alpha1.Binding, rev int64, d *appsv1.Deplo
 		t.Fatal(err)
 	}
 	u := &unstructured.Unstructured{Object: raw}
-	hash := release.WorkloadHash(interpret.NewRegistry(luavm.Limits{}).For(u.GroupVersionKind()), u)
+	hash := revision.WorkloadHash(interpret.NewRegistry(luavm.Limits{}).For(u.GroupVersionKind()), u)
 	data, err := json.Marshal(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: release.RevisionName(b, rev), Annotations: map[string]string{release.RevisionHashAnnotation: hash}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: revision.Name(b, rev), Annotations: map[string]string{revision.RevisionHashAnnotation: hash}},
 		Data:       runtime.RawExtension{Raw: data}, Revision: rev,
 	}
 }

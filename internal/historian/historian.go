@@ -52,7 +52,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
-	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
@@ -486,7 +486,7 @@ func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {
 	}
 	l.loaded = true
 	var list rolloutv1alpha1.ReleaseList
-	if err := l.h.Client.List(l.ctx, &list, client.InNamespace(release.Namespace(l.b))); err != nil {
+	if err := l.h.Client.List(l.ctx, &list, client.InNamespace(revision.Namespace(l.b))); err != nil {
 		return nil
 	}
 	for _, r := range list.Items {
@@ -600,7 +600,7 @@ func (l *lazyContext) content(rev int64) ([]string, string, string) {
 	if !ok {
 		if rev > 0 {
 			var cr *appsv1.ControllerRevision
-			if cr, t, _ = release.LoadRevisionObject(l.ctx, l.h.Reader, l.b, rev); cr != nil {
+			if cr, t, _ = revision.LoadObject(l.ctx, l.h.Reader, l.b, rev); cr != nil {
 				if l.recorded == nil {
 					l.recorded = map[int64]time.Time{}
 				}

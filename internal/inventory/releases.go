@@ -12,7 +12,7 @@ import (
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 // driftedFields lists "Kind/name /field" for each field changed by hand in a member.
@@ -115,9 +115,9 @@ func (s *Server) releaseItem(r *http.Request, rel *rolloutv1alpha1.Release) Rele
 		Phase: string(rel.Status.Phase), Status: rel.Status, Steps: map[string][]string{}}
 	runs := map[string]string{} // run name → wave
 	for _, ws := range rel.Status.Waves {
-		steps := release.WaveSteps(rel, ws.Name)
+		steps := revision.WaveSteps(rel, ws.Name)
 		for k := range steps {
-			it.Steps[ws.Name] = append(it.Steps[ws.Name], release.StepLabel(steps, k))
+			it.Steps[ws.Name] = append(it.Steps[ws.Name], revision.StepLabel(steps, k))
 		}
 		if ws.AnalysisRun != "" {
 			runs[ws.AnalysisRun] = ws.Name

@@ -44,7 +44,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
-	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 //go:embed openapi.json
@@ -500,7 +500,7 @@ func (s *Server) workload(ctx context.Context, b *workv1alpha1.ResourceBinding, 
 		if b.Spec.Revisions != nil && cs.Revision > 0 && cs.Revision != b.Spec.Revisions.Latest {
 			imgs, ok := byRevision[cs.Revision]
 			if !ok {
-				if t, _, err := release.LoadRevision(ctx, s.Client, b, cs.Revision); err == nil && t != nil {
+				if t, _, err := revision.Load(ctx, s.Client, b, cs.Revision); err == nil && t != nil {
 					imgs = interpret.Images(t)
 				}
 				byRevision[cs.Revision] = imgs

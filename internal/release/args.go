@@ -15,6 +15,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/render"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
@@ -43,7 +44,7 @@ func (a *argSource) revision(ctx context.Context, rev int64) (*unstructured.Unst
 	if a.loads == nil {
 		a.loads = map[int64]loadedRevision{}
 	}
-	obj, hash, err := LoadRevision(ctx, a.c.Client, a.s.binding, rev)
+	obj, hash, err := revision.Load(ctx, a.c.Client, a.s.binding, rev)
 	a.loads[rev] = loadedRevision{obj, hash, err}
 	return obj, hash, err
 }

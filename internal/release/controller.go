@@ -34,6 +34,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/analysis"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 )
@@ -103,9 +104,9 @@ func releasesOf(b workv1alpha1.Binding) []reconcile.Request {
 		return nil
 	}
 	latest := b.BindingSpec().Revisions.Latest
-	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest)}}}
+	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: revision.Namespace(b), Name: revision.ReleaseName(b, latest)}}}
 	if latest > 1 { // a release just superseded must learn it and stop
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: Namespace(b), Name: ReleaseName(b, latest-1)}})
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: revision.Namespace(b), Name: revision.ReleaseName(b, latest-1)}})
 	}
 	return reqs
 }
@@ -606,7 +607,7 @@ func (c *Controller) platformStrategy(ctx context.Context, rel *rolloutv1alpha1.
 		return false
 	}
 	p, err := policyOf(ctx, c.Client, b.BindingSpec().PolicyRef)
-	return err != nil || p.trust == StrategyTrustPlatform // a policy gone keeps what was recorded
+	return err != nil || p.trust == revision.StrategyTrustPlatform // a policy gone keeps what was recorded
 }
 
 // validate lists what keeps the release from running: unknown analysis templates block, a
@@ -926,24 +927,24 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 					return false, c.failed(ctx, s, canaryOverdue(wave, k, waiting, progressDeadline(rel)))
 				}
 				ws.Phase = rolloutv1alpha1.WaveUpdating
-				ws.Message = fmt.Sprintf("%s: canaries %s starting in %s", StepLabel(steps, k), formatCounts(counts), strings.Join(waiting, ", "))
+				ws.Message = fmt.Sprintf("%s: canaries %s starting in %s", revision.StepLabel(steps, k), formatCounts(counts), strings.Join(waiting, ", "))
 				return false, nil
 			}
 		case st.Pause != nil && st.Pause.Duration != nil:
 			pause, _, _ := policyv1alpha1.ParseDuration("", st.Pause.Duration) // validated in step
 			if left := pause - s.now.Sub(ws.StepStartedAt.Time); left > 0 {
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("%s: %s left", StepLabel(steps, k), left.Round(time.Second))
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveBaking, fmt.Sprintf("%s: %s left", revision.StepLabel(steps, k), left.Round(time.Second))
 				s.after(left)
 				return false, nil
 			}
 		case st.Analysis != nil:
 			name := fmt.Sprintf("%s-step%d", wave.Name, k)
-			if passed, err := c.waveAnalysis(ctx, s, ws, st.Analysis, wave, name, fmt.Sprintf("wave %s step %d", wave.Name, k+1), StepLabel(steps, k)+": "); !passed || err != nil {
+			if passed, err := c.waveAnalysis(ctx, s, ws, st.Analysis, wave, name, fmt.Sprintf("wave %s step %d", wave.Name, k+1), revision.StepLabel(steps, k)+": "); !passed || err != nil {
 				return false, err
 			}
 		case st.Pause != nil:
 			if rel.Spec.PromotedStep != fmt.Sprintf("%s/%d", wave.Name, k) {
-				ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, StepLabel(steps, k)+": waiting for `flotilla release promote`"
+				ws.Phase, ws.Message = rolloutv1alpha1.WaveWaitingForApproval, revision.StepLabel(steps, k)+": waiting for `flotilla release promote`"
 				return false, nil
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	"github.com/flotilla-dev/flotilla/config/crd"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 // status.wave counts waves and steps from 1, says "done" once the release succeeded and names
@@ -75,7 +76,7 @@ func TestStepLabel(t *testing.T) {
 	}
 	var got []string
 	for k := range len(steps) + 1 {
-		got = append(got, StepLabel(steps, k))
+		got = append(got, revision.StepLabel(steps, k))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)

@@ -26,6 +26,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 const defaultHistory = 10
@@ -60,59 +61,26 @@ func (r *Recorder) bindingsOfPolicy(ctx context.Context, o client.Object) []reco
 	return kube.BindingsOfPolicy(ctx, r.Client, o)
 }
 
-// DeleteHistory removes a binding's revisions and releases: when its rollout goes away, so a
-// rollout added later starts a history of its own, and when a cluster-scoped binding (whose
-// history nothing owns) is deleted.
-func DeleteHistory(ctx context.Context, c client.Client, b workv1alpha1.Binding) error {
-	sel := []client.DeleteAllOfOption{client.InNamespace(Namespace(b)), client.MatchingLabels{BindingLabel: bindingHash(b)}}
-	if err := c.DeleteAllOf(ctx, &appsv1.ControllerRevision{}, sel...); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := c.DeleteAllOf(ctx, &rolloutv1alpha1.Release{}, sel...); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
-}
-
-// PolicySpec reads the spec of the policy a binding names.
-func PolicySpec(ctx context.Context, c client.Reader, ref workv1alpha1.PolicyReference) (*policyv1alpha1.PropagationSpec, error) {
-	p, err := policyOf(ctx, c, ref)
-	if err != nil {
-		return nil, err
-	}
-	return p.spec, nil
-}
-
 // boundPolicy is the policy a binding names: its spec, and who wrote its rollout.
 type boundPolicy struct {
 	spec *policyv1alpha1.PropagationSpec
-	// trust is StrategyTrustPlatform only for a ClusterPropagationPolicy whose rollout the
+	// trust is revision.StrategyTrustPlatform only for a ClusterPropagationPolicy whose rollout the
 	// platform wrote; a namespace's PropagationPolicy, or a generated ClusterPropagationPolicy
 	// carrying a team's rollout (policyv1alpha1.RolloutWrittenByAnnotation), is the namespace's.
 	trust string
 }
 
 func policyOf(ctx context.Context, c client.Reader, ref workv1alpha1.PolicyReference) (boundPolicy, error) {
-	if ref.Kind == "ClusterPropagationPolicy" {
-		p := &policyv1alpha1.ClusterPropagationPolicy{}
-		if err := c.Get(ctx, client.ObjectKey{Name: ref.Name}, p); err != nil {
-			return boundPolicy{}, err
-		}
-		trust := StrategyTrustPlatform
-		if _, tenant := p.Annotations[policyv1alpha1.RolloutWrittenByAnnotation]; tenant {
-			trust = StrategyTrustNamespace
-		}
-		return boundPolicy{spec: &p.Spec, trust: trust}, nil
-	}
-	p := &policyv1alpha1.PropagationPolicy{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, p); err != nil {
+	p, spec, err := kube.Policy(ctx, c, ref)
+	if err != nil {
 		return boundPolicy{}, err
 	}
-	return boundPolicy{spec: &p.Spec, trust: StrategyTrustNamespace}, nil
+	trust := revision.StrategyTrustNamespace
+	if _, tenant := p.GetAnnotations()[policyv1alpha1.RolloutWrittenByAnnotation]; !tenant && ref.Kind == "ClusterPropagationPolicy" {
+		trust = revision.StrategyTrustPlatform
+	}
+	return boundPolicy{spec: spec, trust: trust}, nil
 }
-
-// ReleaseName is the name of the release of a binding's revision.
-func ReleaseName(b workv1alpha1.Binding, rev int64) string { return RevisionName(b, rev) }
 
 // Reconcile records a new revision when the template's workload changed.
 func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -134,7 +102,7 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			if err := r.setRevisions(ctx, b, nil); err != nil {
 				return ctrl.Result{}, err
 			}
-			return ctrl.Result{}, DeleteHistory(ctx, r.Client, b)
+			return ctrl.Result{}, revision.DeleteHistory(ctx, r.Client, b)
 		}
 		return ctrl.Result{}, nil
 	}
@@ -143,7 +111,7 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	hash := WorkloadHash(r.Interpreters.For(tmpl.GroupVersionKind()), tmpl)
+	hash := revision.WorkloadHash(r.Interpreters.For(tmpl.GroupVersionKind()), tmpl)
 	routing := TrafficTargets(policy.Rollout)
 	if bs.Revisions != nil && !apiequality.Semantic.DeepEqual(bs.Revisions.Traffic, routing) {
 		// The policy's routing changed: the Services and routes render from the new names.
@@ -154,7 +122,7 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if bs.Revisions == nil {
 		// A history starts here: anything left of an earlier one (a rollout removed and added
 		// again, a binding re-created) must not be taken for it.
-		if err := DeleteHistory(ctx, r.Client, b); err != nil {
+		if err := revision.DeleteHistory(ctx, r.Client, b); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.record(ctx, b, tmpl, 1, hash); err != nil {
@@ -178,17 +146,17 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	if bs.Revisions.Stable == 0 && bs.Revisions.Latest == 1 {
 		// A staged first release whose creation failed after the revisions were written.
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: ReleaseName(b, 1)}, &rolloutv1alpha1.Release{}); apierrors.IsNotFound(err) {
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: revision.Namespace(b), Name: revision.ReleaseName(b, 1)}, &rolloutv1alpha1.Release{}); apierrors.IsNotFound(err) {
 			if err := r.startRelease(ctx, b, bound, 1, 0); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
 	}
 	latest := &appsv1.ControllerRevision{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, bs.Revisions.Latest)}, latest); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: revision.Namespace(b), Name: revision.Name(b, bs.Revisions.Latest)}, latest); err != nil {
 		return ctrl.Result{}, err
 	}
-	if latest.Annotations[RevisionHashAnnotation] == hash {
+	if latest.Annotations[revision.RevisionHashAnnotation] == hash {
 		return ctrl.Result{}, nil
 	}
 	next := bs.Revisions.Latest + 1
@@ -240,9 +208,9 @@ func (r *Recorder) startRelease(ctx context.Context, b workv1alpha1.Binding, pol
 	bs := b.BindingSpec()
 	// Who wrote the strategy is decided here, once, with the strategy it is copied with: a
 	// later change of the binding's policy must not lend a running release more trust.
-	labels := map[string]string{BindingLabel: bindingHash(b), PolicyKindLabel: bs.PolicyRef.Kind, StrategyTrustLabel: policy.trust}
+	labels := map[string]string{revision.BindingLabel: revision.BindingHash(b), revision.PolicyKindLabel: bs.PolicyRef.Kind, revision.StrategyTrustLabel: policy.trust}
 	rel := &rolloutv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: ReleaseName(b, next), Namespace: Namespace(b), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: revision.ReleaseName(b, next), Namespace: revision.Namespace(b), Labels: labels},
 		Spec: rolloutv1alpha1.ReleaseSpec{
 			Binding:        rolloutv1alpha1.BindingReference{Kind: bindingKind(b), Name: b.GetName()},
 			Resource:       rolloutv1alpha1.ResourceReference{APIVersion: bs.Resource.APIVersion, Kind: bs.Resource.Kind, Namespace: bs.Resource.Namespace, Name: bs.Resource.Name},
@@ -272,10 +240,10 @@ func (r *Recorder) record(ctx context.Context, b workv1alpha1.Binding, tmpl *uns
 		return err
 	}
 	cur := &appsv1.ControllerRevision{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, rev)}, cur); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: revision.Namespace(b), Name: revision.Name(b, rev)}, cur); err != nil {
 		return err
 	}
-	if cur.Annotations[RevisionHashAnnotation] == hash {
+	if cur.Annotations[revision.RevisionHashAnnotation] == hash {
 		return nil
 	}
 	if err := r.Client.Delete(ctx, cur); client.IgnoreNotFound(err) != nil {

@@ -2,12 +2,8 @@ package release
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"sort"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,31 +13,7 @@ import (
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/interpret"
-	"github.com/flotilla-dev/flotilla/internal/kube"
-)
-
-// Labels and annotations of revision snapshots.
-const (
-	// BindingLabel holds a short hash of the binding's kind, namespace and name: binding names
-	// can be longer than a label value.
-	BindingLabel = "rollout.flotilla.dev/binding"
-	// PolicyKindLabel on a Release is the kind of policy whose rollout it runs: the admission
-	// policy lets only those who may update ClusterPropagationPolicies steer the platform's.
-	PolicyKindLabel = "rollout.flotilla.dev/policy-kind"
-	// StrategyTrustLabel on a Release says whose limits its strategy's gates and steps run
-	// with: StrategyTrustPlatform only when the platform wrote the rollout (a
-	// ClusterPropagationPolicy not generated from a team's TargetPolicy), else
-	// StrategyTrustNamespace. Recorded when the release is created, with the strategy.
-	StrategyTrustLabel = "rollout.flotilla.dev/strategy-trust"
-	// RevisionHashAnnotation is the workload hash a revision was recorded for.
-	RevisionHashAnnotation = "rollout.flotilla.dev/revision-hash"
-)
-
-// Values of StrategyTrustLabel.
-const (
-	StrategyTrustPlatform  = "platform"
-	StrategyTrustNamespace = "namespace"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 // PlatformStrategy reports whether a release's strategy was written by the platform, so its
@@ -49,49 +21,11 @@ const (
 // recorded when the release was created, never the binding's policy now: a template relabelled
 // into a platform policy mid-release must not lend the tenant's strategy the platform's trust.
 func PlatformStrategy(rel *rolloutv1alpha1.Release) bool {
-	if t, ok := rel.Labels[StrategyTrustLabel]; ok {
-		return t == StrategyTrustPlatform
+	if t, ok := rel.Labels[revision.StrategyTrustLabel]; ok {
+		return t == revision.StrategyTrustPlatform
 	}
 	// Recorded before the trust label existed: the policy kind it was released by.
-	return rel.Labels[PolicyKindLabel] == "ClusterPropagationPolicy"
-}
-
-// RevisionName is the ControllerRevision holding a binding's revision rev.
-func RevisionName(b workv1alpha1.Binding, rev int64) string {
-	suffix := "-r" + strconv.FormatInt(rev, 10)
-	name := b.GetName()
-	if len(name)+len(suffix) > 253 {
-		name = name[:253-len(suffix)]
-	}
-	return name + suffix
-}
-
-// Namespace is where a binding's revisions and releases live: the template's namespace, or
-// flotilla's own for cluster-scoped templates.
-func Namespace(b workv1alpha1.Binding) string {
-	if b.GetNamespace() == "" {
-		return kube.SystemNamespace
-	}
-	return b.GetNamespace()
-}
-
-func bindingHash(b workv1alpha1.Binding) string {
-	sum := sha256.Sum256([]byte(b.GetObjectKind().GroupVersionKind().Kind + "/" + b.GetNamespace() + "/" + b.GetName()))
-	return hex.EncodeToString(sum[:])[:40]
-}
-
-// WorkloadHash hashes what a release is about: the template without metadata, status and
-// replicas. A change of replicas or labels alone is not a new revision.
-func WorkloadHash(in interpret.Interpreter, tmpl *unstructured.Unstructured) string {
-	c := tmpl.DeepCopy()
-	delete(c.Object, "metadata")
-	delete(c.Object, "status")
-	if _, has, _ := in.GetReplicas(c); has {
-		_ = in.ReviseReplica(c, 0)
-	}
-	data, _ := json.Marshal(c.Object)
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])[:32]
+	return rel.Labels[revision.PolicyKindLabel] == "ClusterPropagationPolicy"
 }
 
 // snapshot is what a revision stores: the template without status and server metadata.
@@ -112,46 +46,23 @@ func recordRevision(ctx context.Context, c client.Client, b workv1alpha1.Binding
 	gvk := b.GetObjectKind().GroupVersionKind()
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: RevisionName(b, rev), Namespace: Namespace(b),
-			Labels:      map[string]string{BindingLabel: bindingHash(b)},
-			Annotations: map[string]string{RevisionHashAnnotation: hash},
+			Name: revision.Name(b, rev), Namespace: revision.Namespace(b),
+			Labels:      map[string]string{revision.BindingLabel: revision.BindingHash(b)},
+			Annotations: map[string]string{revision.RevisionHashAnnotation: hash},
 		},
 		Data:     runtime.RawExtension{Raw: data},
 		Revision: rev,
 	}
-	if b.GetNamespace() != "" { // owners must share the namespace; cluster-scoped ones: DeleteHistory when the binding goes
+	if b.GetNamespace() != "" { // owners must share the namespace; cluster-scoped ones: revision.DeleteHistory when the binding goes
 		cr.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.GetName(), UID: b.GetUID()}}
 	}
 	return c.Create(ctx, cr)
 }
 
-// LoadRevision returns the template as recorded in revision rev and its workload hash.
-func LoadRevision(ctx context.Context, c client.Reader, b workv1alpha1.Binding, rev int64) (*unstructured.Unstructured, string, error) {
-	cr, u, err := LoadRevisionObject(ctx, c, b, rev)
-	if err != nil {
-		return nil, "", err
-	}
-	return u, cr.Annotations[RevisionHashAnnotation], nil
-}
-
-// LoadRevisionObject reads a revision's ControllerRevision (for when it was recorded) and the
-// template it holds.
-func LoadRevisionObject(ctx context.Context, c client.Reader, b workv1alpha1.Binding, rev int64) (*appsv1.ControllerRevision, *unstructured.Unstructured, error) {
-	cr := &appsv1.ControllerRevision{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace(b), Name: RevisionName(b, rev)}, cr); err != nil {
-		return nil, nil, fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(cr.Data.Raw); err != nil {
-		return nil, nil, fmt.Errorf("revision %d of %s: %w", rev, b.GetName(), err)
-	}
-	return cr, u, nil
-}
-
 // pruneRevisions keeps the newest limit revisions and every revision still pinned or stable.
 func pruneRevisions(ctx context.Context, c client.Client, b workv1alpha1.Binding, limit int, keep map[int64]bool) error {
 	list := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, list, client.InNamespace(Namespace(b)), client.MatchingLabels{BindingLabel: bindingHash(b)}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(revision.Namespace(b)), client.MatchingLabels{revision.BindingLabel: revision.BindingHash(b)}); err != nil {
 		return err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Revision > list.Items[j].Revision })
@@ -168,7 +79,7 @@ func pruneRevisions(ctx context.Context, c client.Client, b workv1alpha1.Binding
 	}
 	// Finished releases of revisions no longer kept go too, with their analysis runs.
 	rels := &rolloutv1alpha1.ReleaseList{}
-	if err := c.List(ctx, rels, client.InNamespace(Namespace(b)), client.MatchingLabels{BindingLabel: bindingHash(b)}); err != nil {
+	if err := c.List(ctx, rels, client.InNamespace(revision.Namespace(b)), client.MatchingLabels{revision.BindingLabel: revision.BindingHash(b)}); err != nil {
 		return err
 	}
 	for i := range rels.Items {

@@ -20,6 +20,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/names"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
 )
 
@@ -432,7 +433,7 @@ func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alph
 	// once it runs healthy at that size.
 	counts := s.setTraffic(wave.Clusters, ts, true)
 	waiting, degraded := canaryWait(wave.Clusters, counts, clusterStatus, s.statusFresh)
-	label := StepLabel(wave.Spec.Steps, k)
+	label := revision.StepLabel(wave.Spec.Steps, k)
 	if len(degraded) > 0 {
 		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: canary Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
 	}

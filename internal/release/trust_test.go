@@ -18,6 +18,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 // A release's strategy has the platform's trust only when the platform wrote it: a team's
@@ -35,9 +36,9 @@ func TestStrategyTrustFollowsWhoWroteTheRollout(t *testing.T) {
 		ref  workv1alpha1.PolicyReference
 		want string
 	}{
-		{workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: "platform"}, StrategyTrustPlatform},
-		{workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: "app-shop.web"}, StrategyTrustNamespace},
-		{workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}, StrategyTrustNamespace},
+		{workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: "platform"}, revision.StrategyTrustPlatform},
+		{workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: "app-shop.web"}, revision.StrategyTrustNamespace},
+		{workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "web"}, revision.StrategyTrustNamespace},
 	} {
 		p, err := policyOf(context.Background(), r, c.ref)
 		if err != nil {
@@ -59,11 +60,11 @@ func TestStrategyTrustFollowsWhoWroteTheRollout(t *testing.T) {
 		labels map[string]string
 		want   bool
 	}{
-		{"the platform's rollout", map[string]string{PolicyKindLabel: "ClusterPropagationPolicy", StrategyTrustLabel: StrategyTrustPlatform}, true},
-		{"a team's rollout in a platform policy", map[string]string{PolicyKindLabel: "ClusterPropagationPolicy", StrategyTrustLabel: StrategyTrustNamespace}, false},
-		{"a team's own policy", map[string]string{PolicyKindLabel: "PropagationPolicy", StrategyTrustLabel: StrategyTrustNamespace}, false},
-		{"recorded before the trust label", map[string]string{PolicyKindLabel: "ClusterPropagationPolicy"}, true},
-		{"an unknown trust value", map[string]string{PolicyKindLabel: "ClusterPropagationPolicy", StrategyTrustLabel: "Platform"}, false},
+		{"the platform's rollout", map[string]string{revision.PolicyKindLabel: "ClusterPropagationPolicy", revision.StrategyTrustLabel: revision.StrategyTrustPlatform}, true},
+		{"a team's rollout in a platform policy", map[string]string{revision.PolicyKindLabel: "ClusterPropagationPolicy", revision.StrategyTrustLabel: revision.StrategyTrustNamespace}, false},
+		{"a team's own policy", map[string]string{revision.PolicyKindLabel: "PropagationPolicy", revision.StrategyTrustLabel: revision.StrategyTrustNamespace}, false},
+		{"recorded before the trust label", map[string]string{revision.PolicyKindLabel: "ClusterPropagationPolicy"}, true},
+		{"an unknown trust value", map[string]string{revision.PolicyKindLabel: "ClusterPropagationPolicy", revision.StrategyTrustLabel: "Platform"}, false},
 		{"no labels", nil, false},
 	} {
 		if got := PlatformStrategy(rel(c.labels)); got != c.want {
@@ -84,14 +85,14 @@ func TestAReleaseLosesPlatformTrustWhenItsPolicyNowSaysATeamWroteIt(t *testing.T
 		return &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"},
 			Spec: workv1alpha1.ResourceBindingSpec{PolicyRef: workv1alpha1.PolicyReference{Kind: "ClusterPropagationPolicy", Name: policy}}}
 	}
-	old := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{PolicyKindLabel: "ClusterPropagationPolicy"}}}
+	old := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{revision.PolicyKindLabel: "ClusterPropagationPolicy"}}}
 	if c.platformStrategy(context.Background(), old, binding("app-shop.web")) {
 		t.Error("a label-less release of a team's rollout keeps the platform's trust")
 	}
 	if !c.platformStrategy(context.Background(), old, binding("platform")) {
 		t.Error("a label-less release of the platform's rollout lost its trust")
 	}
-	tenant := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{PolicyKindLabel: "ClusterPropagationPolicy", StrategyTrustLabel: StrategyTrustNamespace}}}
+	tenant := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{revision.PolicyKindLabel: "ClusterPropagationPolicy", revision.StrategyTrustLabel: revision.StrategyTrustNamespace}}}
 	if c.platformStrategy(context.Background(), tenant, binding("platform")) {
 		t.Error("a team's release gained the platform's trust from its binding's policy")
 	}

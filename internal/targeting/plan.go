@@ -122,7 +122,7 @@ func PlanFor(ctx context.Context, r client.Reader, app *appsv1alpha1.Application
 	}
 	if platform {
 		// Trust follows the writer: a team's rollout copied into the platform's policy keeps
-		// the team's limits (release.StrategyTrustLabel).
+		// the team's limits (revision.StrategyTrustLabel).
 		// A rollout the platform sets too (equal, or it would be a conflict) is the platform's:
 		// a team copying the platform's strategy into its TargetPolicy must not take its
 		// gates and switches over.

@@ -19,7 +19,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
-	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
 var members = []string{"east", "west", "europe"}
@@ -127,7 +127,7 @@ func TestStagedAdoptionAndHandBack(t *testing.T) {
 		if b == nil {
 			return ""
 		}
-		rel = release.ReleaseName(b, 1)
+		rel = revision.ReleaseName(b, 1)
 		return rel
 	}).ShouldNot(gomega.BeEmpty())
 
