@@ -34,8 +34,8 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/analysis"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/replicas"
 	"github.com/flotilla-dev/flotilla/internal/revision"
-	"github.com/flotilla-dev/flotilla/internal/scheduler"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 )
 
@@ -962,11 +962,11 @@ func (s *step) setCanaries(clusters []string, weight int32) (map[string]int32, e
 		share[t.Name] = t.Replicas
 	}
 	var total int32
-	targets := make([]scheduler.Target, 0, len(clusters))
-	current := scheduler.Assignment{}
+	targets := make([]replicas.Target, 0, len(clusters))
+	current := replicas.Assignment{}
 	for _, cl := range clusters {
 		total += share[cl]
-		targets = append(targets, scheduler.Target{Name: cl, Weight: int64(share[cl]), Available: -1})
+		targets = append(targets, replicas.Target{Name: cl, Weight: int64(share[cl]), Available: -1})
 		if pin, ok := s.revs.CanaryFor(cl); ok {
 			current[cl] = pin.Replicas
 		}
@@ -974,7 +974,7 @@ func (s *step) setCanaries(clusters []string, weight int32) (map[string]int32, e
 	canaries := int32(math.Round(float64(weight) * float64(total) / 100))
 	counts := map[string]int32{}
 	if canaries > 0 && total > 0 {
-		a, err := scheduler.DivideByWeight(canaries, targets, current)
+		a, err := replicas.DivideByWeight(canaries, targets, current)
 		if err != nil {
 			return nil, err
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
 	"github.com/flotilla-dev/flotilla/internal/names"
+	"github.com/flotilla-dev/flotilla/internal/replicas"
 )
 
 // Controller writes each binding's clusters: filter (Ready, affinity, taints, served kind),
@@ -297,15 +298,15 @@ func (c *Controller) scheduleInGroup(ctx context.Context, b workv1alpha1.Binding
 		}
 		return out, reason, nil
 	}
-	targets := make([]Target, len(leadClusters))
+	targets := make([]replicas.Target, len(leadClusters))
 	for i, t := range leadClusters {
-		targets[i] = Target{Name: t.Name, Weight: int64(t.Replicas), Available: -1}
+		targets[i] = replicas.Target{Name: t.Name, Weight: int64(t.Replicas), Available: -1}
 	}
-	current := Assignment{}
+	current := replicas.Assignment{}
 	for _, t := range bs.Clusters {
 		current[t.Name] = t.Replicas
 	}
-	assignment, err := DivideByWeight(bs.Replicas, targets, current)
+	assignment, err := replicas.DivideByWeight(bs.Replicas, targets, current)
 	if err != nil {
 		return nil, "", err
 	}
@@ -411,34 +412,34 @@ func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds
 		return nil, "", err
 	}
 
-	current := Assignment{}
+	current := replicas.Assignment{}
 	for _, t := range bs.Clusters {
 		current[t.Name] = t.Replicas
 	}
 	_, hasReplicas, _ := c.interpretReplicas(gvk)
 	rs := spec.Placement.ReplicaScheduling
-	var assignment Assignment
+	var assignment replicas.Assignment
 	switch {
 	case !hasReplicas || rs == nil || rs.Type == policyv1alpha1.ReplicaSchedulingDuplicated:
-		assignment = Assignment{}
+		assignment = replicas.Assignment{}
 		for _, cl := range candidates {
 			assignment[cl.Name] = bs.Replicas
 		}
 	case rs.DivisionPreference == policyv1alpha1.DivisionWeighted && rs.WeightPreference != nil && len(rs.WeightPreference.StaticWeightList) > 0:
-		targets := make([]Target, len(candidates))
+		targets := make([]replicas.Target, len(candidates))
 		for i, cl := range candidates {
-			targets[i] = Target{Name: cl.Name, Weight: staticWeight(rs.WeightPreference.StaticWeightList, &cl), Available: -1}
+			targets[i] = replicas.Target{Name: cl.Name, Weight: staticWeight(rs.WeightPreference.StaticWeightList, &cl), Available: -1}
 		}
-		assignment, err = DivideByWeight(bs.Replicas, targets, current)
-	default: // capacity-based: Weighted by AvailableReplicas, or Aggregated
+		assignment, err = replicas.DivideByWeight(bs.Replicas, targets, current)
+	default: // capacity-based: Weighted by replicas.AvailableReplicas, or Aggregated
 		targets, terr := c.capacityTargets(ctx, bs, candidates, current)
 		if terr != nil {
 			return nil, "", terr
 		}
 		if rs.DivisionPreference == policyv1alpha1.DivisionAggregated {
-			assignment, err = Aggregate(bs.Replicas, targets, current)
+			assignment, err = replicas.Aggregate(bs.Replicas, targets, current)
 		} else {
-			assignment, err = DivideByCapacity(bs.Replicas, targets, current)
+			assignment, err = replicas.DivideByCapacity(bs.Replicas, targets, current)
 		}
 	}
 	if err != nil {
@@ -541,7 +542,7 @@ func (c *Controller) interpretReplicas(gvk schema.GroupVersionKind) (int32, bool
 
 // capacityTargets weighs clusters by how many more pods of the template fit, counting the
 // replicas a cluster holds now as fitting.
-func (c *Controller) capacityTargets(ctx context.Context, bs *workv1alpha1.ResourceBindingSpec, candidates []clusterv1alpha1.Cluster, current Assignment) ([]Target, error) {
+func (c *Controller) capacityTargets(ctx context.Context, bs *workv1alpha1.ResourceBindingSpec, candidates []clusterv1alpha1.Cluster, current replicas.Assignment) ([]replicas.Target, error) {
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetAPIVersion(bs.Resource.APIVersion)
 	tmpl.SetKind(bs.Resource.Kind)
@@ -552,13 +553,13 @@ func (c *Controller) capacityTargets(ctx context.Context, bs *workv1alpha1.Resou
 	if err != nil {
 		return nil, fmt.Errorf("requests of one replica of %s %s: %w", tmpl.GetKind(), tmpl.GetName(), err)
 	}
-	targets := make([]Target, 0, len(candidates))
+	targets := make([]replicas.Target, 0, len(candidates))
 	for _, cl := range candidates {
 		rs := cl.Status.ResourceSummary
 		if rs == nil {
 			return nil, fmt.Errorf("cluster %s has no resource summary yet; capacity-based division waits for it", cl.Name)
 		}
-		targets = append(targets, Target{Name: cl.Name, Available: AvailableReplicas(rs.Allocatable, rs.Requested, perPod) + int64(current[cl.Name])})
+		targets = append(targets, replicas.Target{Name: cl.Name, Available: replicas.AvailableReplicas(rs.Allocatable, rs.Requested, perPod) + int64(current[cl.Name])})
 	}
 	return targets, nil
 }

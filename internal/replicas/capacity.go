@@ -1,4 +1,4 @@
-package scheduler
+package replicas
 
 import (
 	corev1 "k8s.io/api/core/v1"
