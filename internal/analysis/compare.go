@@ -64,18 +64,18 @@ func (c comparison) judge(rule *rolloutv1alpha1.Comparison) (bool, string) {
 	return ok, fmt.Sprintf("canary %s vs baseline %s: %s, %s", strconv.FormatFloat(c.canary, 'g', 4, 64), strconv.FormatFloat(c.baseline, 'g', 4, 64), limits, verdict)
 }
 
-// compareProvider measures the canary with the metric's provider and the stable version with
+// CompareProvider measures the canary with the metric's provider and the stable version with
 // its baseline provider, in that order, at the same moment of the run.
-type compareProvider struct{ canary, baseline Provider }
+type CompareProvider struct{ Canary, Baseline Provider }
 
-func (p compareProvider) Measure(ctx context.Context, run *rolloutv1alpha1.AnalysisRun, metric rolloutv1alpha1.Metric) (any, string, error) {
-	cv, _, err := p.canary.Measure(ctx, run, metric)
+func (p CompareProvider) Measure(ctx context.Context, run *rolloutv1alpha1.AnalysisRun, metric rolloutv1alpha1.Metric) (any, string, error) {
+	cv, _, err := p.Canary.Measure(ctx, run, metric)
 	if err != nil {
 		return nil, "", fmt.Errorf("canary: %w", err)
 	}
 	bm := metric
 	bm.Provider, bm.Baseline, bm.Compare = *metric.Baseline, nil, nil
-	bv, _, err := p.baseline.Measure(ctx, run, bm)
+	bv, _, err := p.Baseline.Measure(ctx, run, bm)
 	if err != nil {
 		return nil, "", fmt.Errorf("baseline: %w", err)
 	}
@@ -135,5 +135,5 @@ func scalar(v any) (float64, error) {
 		}
 		return f, nil
 	}
-	return 0, fmt.Errorf("%s is not a number to compare", shorten(formatValue(v), 100))
+	return 0, fmt.Errorf("%s is not a number to compare", Shorten(formatValue(v), 100))
 }

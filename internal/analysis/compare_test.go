@@ -46,8 +46,8 @@ func TestCompareJudgesTheCanaryAgainstItsBaseline(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := compareMetric(c.rule, c.success)
-			p := compareProvider{canary: fixedProvider{value: c.canary}, baseline: fixedProvider{value: c.baseline}}
-			o := takeMeasurement(context.Background(), p, &rolloutv1alpha1.AnalysisRun{}, m, time.Now())
+			p := CompareProvider{Canary: fixedProvider{value: c.canary}, Baseline: fixedProvider{value: c.baseline}}
+			o := TakeMeasurement(context.Background(), p, &rolloutv1alpha1.AnalysisRun{}, m, time.Now())
 			if o.Phase != c.want || !strings.Contains(o.Message, c.message) {
 				t.Fatalf("phase %s message %q value %s; want %s with %q", o.Phase, o.Message, o.Value, c.want, c.message)
 			}
@@ -60,12 +60,12 @@ func TestCompareJudgesTheCanaryAgainstItsBaseline(t *testing.T) {
 
 func TestCompareSaysWhichSideFailed(t *testing.T) {
 	m := compareMetric(rolloutv1alpha1.Comparison{MaxRatio: "1.5"}, "")
-	o := takeMeasurement(context.Background(), compareProvider{canary: fixedProvider{value: 0.1}, baseline: fixedProvider{err: errors.New("connection refused")}},
+	o := TakeMeasurement(context.Background(), CompareProvider{Canary: fixedProvider{value: 0.1}, Baseline: fixedProvider{err: errors.New("connection refused")}},
 		&rolloutv1alpha1.AnalysisRun{}, m, time.Now())
 	if o.Phase != rolloutv1alpha1.AnalysisError || !strings.HasPrefix(o.Message, "baseline: ") {
 		t.Fatalf("%s %q", o.Phase, o.Message)
 	}
-	o = takeMeasurement(context.Background(), compareProvider{canary: fixedProvider{value: true}, baseline: fixedProvider{value: 0.1}},
+	o = TakeMeasurement(context.Background(), CompareProvider{Canary: fixedProvider{value: true}, Baseline: fixedProvider{value: 0.1}},
 		&rolloutv1alpha1.AnalysisRun{}, m, time.Now())
 	if o.Phase != rolloutv1alpha1.AnalysisError || !strings.Contains(o.Message, "canary: true is not a number") {
 		t.Fatalf("%s %q", o.Phase, o.Message)
@@ -77,7 +77,7 @@ func TestCompareSaysWhichSideFailed(t *testing.T) {
 
 func TestCompareTakesTheWorstCanaryCluster(t *testing.T) {
 	m := compareMetric(rolloutv1alpha1.Comparison{MaxRatio: "1.5"}, "")
-	o := takeMeasurement(context.Background(), compareProvider{canary: fixedProvider{value: []float64{0.01, 0.03}}, baseline: fixedProvider{value: 0.01}},
+	o := TakeMeasurement(context.Background(), CompareProvider{Canary: fixedProvider{value: []float64{0.01, 0.03}}, Baseline: fixedProvider{value: 0.01}},
 		&rolloutv1alpha1.AnalysisRun{}, m, time.Now())
 	if o.Phase != rolloutv1alpha1.AnalysisFailed || !strings.Contains(o.Message, "canary 0.03") {
 		t.Fatalf("one canary cluster 3x worse fails the comparison: %s %q", o.Phase, o.Message)

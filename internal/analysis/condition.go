@@ -54,17 +54,17 @@ func compileCondition(expression string) (*vm.Program, error) {
 func evalCondition(field, expression string, result any) (bool, error) {
 	p, err := compileCondition(expression)
 	if err != nil {
-		return false, fmt.Errorf("%s %q does not compile: %w", field, shorten(expression, 200), err)
+		return false, fmt.Errorf("%s %q does not compile: %w", field, Shorten(expression, 200), err)
 	}
 	machine := vm.VM{MemoryBudget: maxConditionElements}
 	out, err := machine.Run(p, conditionEnv{Result: result, Budget: &textBudget{left: maxConditionText}})
 	if err != nil {
 		// The expression is shortened: the reason at the end must survive the message's limit.
-		return false, fmt.Errorf("%s %q on result %s: %w", field, shorten(expression, 200), shorten(formatValue(result), 200), firstLine(err))
+		return false, fmt.Errorf("%s %q on result %s: %w", field, Shorten(expression, 200), Shorten(formatValue(result), 200), firstLine(err))
 	}
 	b, ok := out.(bool)
 	if !ok {
-		return false, fmt.Errorf("%s %q returned %T, not a bool", field, shorten(expression, 200), out)
+		return false, fmt.Errorf("%s %q returned %T, not a bool", field, Shorten(expression, 200), out)
 	}
 	return b, nil
 }

@@ -120,7 +120,7 @@ func TestConditionCostIsBounded(t *testing.T) {
 				t.Fatalf("phase = %s, error %v; want an Error", phase, err)
 			}
 			// The reason must survive the shortening of the measurement's message.
-			msg := shorten(err.Error(), maxMessageLength)
+			msg := Shorten(err.Error(), maxMessageLength)
 			for _, want := range []string{"successCondition", tt.wantError} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message = %q, want it to contain %q", msg, want)

@@ -1,11 +1,13 @@
-// Package analysis runs AnalysisRuns: it takes each metric's measurements through a provider
-// (Prometheus, a web endpoint, or Jobs in the member clusters), judges every measurement with
-// the metric's conditions, and turns the counters into a verdict per metric and per run.
+// Package analysis is the measurement engine of AnalysisRuns: it builds a run from templates
+// (NewRun), takes each metric's measurements through a provider (Prometheus, a web endpoint,
+// or Jobs in the member clusters), judges every measurement with the metric's conditions, and
+// turns the counters into a verdict per metric and per run. The AnalysisRun controller
+// (package analysisrun) drives it; the release controller builds runs with it.
 //
-// It owns an AnalysisRun's status and, for job metrics, the analysis Jobs it creates in
-// members (labelled with the run's name). It never writes AnalysisTemplates, bindings,
-// releases or member workloads, and never writes an AnalysisRun's spec or metadata: whoever
-// creates a run (NewRun builds one from templates) reads its phase.
+// Through the controller it owns an AnalysisRun's status and, for job metrics, the analysis
+// Jobs it creates in members (labelled with the run's name). It never writes AnalysisTemplates,
+// bindings, releases or member workloads, and never writes an AnalysisRun's spec or metadata:
+// whoever creates a run reads its phase. It must not import any controller.
 //
 // Conditions are expr-lang expressions over `result`:
 //

@@ -4,13 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 )
 
 func TestEgressCheck(t *testing.T) {
@@ -86,27 +85,11 @@ func TestParseSettings(t *testing.T) {
 	}
 }
 
-// countingServer answers every path with handler and counts the requests it got.
-func countingServer(t *testing.T, handler http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		handler(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
-func webPathMetric(url string) rolloutv1alpha1.Metric {
-	return rolloutv1alpha1.Metric{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: url, JSONPath: "{$.ok}"}}}
-}
-
 func TestWebProviderEgress(t *testing.T) {
-	target, targetCalls := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok":true}`) })
+	target, targetCalls := analysistest.CountingServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok":true}`) })
 	// localhost resolves to the same server as 127.0.0.1 but is another host.
 	otherHost := strings.Replace(target.URL, "127.0.0.1", "localhost", 1)
-	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, _ := analysistest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ok":
 			_, _ = io.WriteString(w, `{"ok":true,"secret":"`+strings.Repeat("s", 4096)+`"}`)
@@ -165,7 +148,7 @@ func TestWebProviderEgress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := tt.provider.Measure(context.Background(), runWithArgs(nil), webPathMetric(tt.url))
+			got, _, err := tt.provider.Measure(context.Background(), analysistest.RunWithArgs(nil), analysistest.WebPathMetric(tt.url))
 			if tt.wantError == "" {
 				if err != nil || got != tt.want {
 					t.Errorf("Measure = %v, %v; want %v", got, err, tt.want)
@@ -186,7 +169,7 @@ func TestWebProviderEgress(t *testing.T) {
 
 	t.Run("the measurement keeps only the bounded result", func(t *testing.T) {
 		metric := rolloutv1alpha1.Metric{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: srv.URL + "/ok"}}}
-		o := takeMeasurement(context.Background(), &WebProvider{Egress: testLoopback}, runWithArgs(nil), metric, t0)
+		o := TakeMeasurement(context.Background(), &WebProvider{Egress: testLoopback}, analysistest.RunWithArgs(nil), metric, t0)
 		result, _ := Record(metric, rolloutv1alpha1.MetricResult{Name: "m"}, o, t0, t0, 0)
 		if v := result.Measurements[0].Value; len(v) > maxValueLength+len("…") {
 			t.Errorf("recorded value is %d bytes, want at most %d", len(v), maxValueLength)
@@ -197,7 +180,7 @@ func TestWebProviderEgress(t *testing.T) {
 func TestPrometheusProviderEgress(t *testing.T) {
 	prom, calls := fakePrometheus(t)
 	defer prom.Close()
-	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, _ := analysistest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/elsewhere/api/v1/query":
 			http.Redirect(w, r, strings.Replace(prom.URL, "127.0.0.1", "localhost", 1)+"/api/v1/query", http.StatusTemporaryRedirect)
@@ -228,7 +211,7 @@ func TestPrometheusProviderEgress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := tt.provider.Measure(context.Background(), runWithArgs(nil), metric(tt.address))
+			_, _, err := tt.provider.Measure(context.Background(), analysistest.RunWithArgs(nil), metric(tt.address))
 			if tt.wantError == "" {
 				if err != nil {
 					t.Errorf("Measure: %v", err)
@@ -248,34 +231,6 @@ func TestPrometheusProviderEgress(t *testing.T) {
 	}
 }
 
-// The controller gives the platform's allowances only to metrics the run's spec.templates says
-// came from a ClusterAnalysisTemplate.
-func TestControllerEgressFollowsTheTemplatesScope(t *testing.T) {
-	srv, calls := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok":true}`) })
-	run := newRun(webPathMetric(srv.URL+"/platform"), func() rolloutv1alpha1.Metric { m := webPathMetric(srv.URL + "/tenant"); m.Name = "tenant"; return m }())
-	run.Spec.Metrics[0].Name = "platform"
-	run.Spec.Templates = []rolloutv1alpha1.AnalysisRunTemplate{
-		{Name: "fleet-checks", ClusterScope: true, Metrics: []string{"platform"}},
-		{Name: "mine", Metrics: []string{"tenant"}},
-	}
-	h := newHarness(t, run, nil)
-	h.ctrl.Egress = nil
-	_, got := h.reconcile()
-	byName := map[string]rolloutv1alpha1.MetricResult{}
-	for _, r := range got.Status.MetricResults {
-		byName[r.Name] = r
-	}
-	if p := byName["platform"]; p.Phase != rolloutv1alpha1.AnalysisSuccessful {
-		t.Errorf("platform metric %s: %s", p.Phase, p.Message)
-	}
-	if m := byName["tenant"].Measurements; len(m) == 0 || !strings.Contains(m[0].Message, "is loopback: an AnalysisTemplate of a namespace may not reach it") {
-		t.Errorf("tenant metric measurements %+v, want a loopback refusal", m)
-	}
-	if n := calls.Load(); n != 1 {
-		t.Errorf("the server got %d requests, want 1", n)
-	}
-}
-
 func TestLiteralSchemeIsRefused(t *testing.T) {
 	tests := []struct {
 		url       string
@@ -288,7 +243,7 @@ func TestLiteralSchemeIsRefused(t *testing.T) {
 		{url: "Gopher://x:70/", wantError: `scheme "gopher" is not allowed`},
 	}
 	for _, tt := range tests {
-		err := ValidateMetrics([]rolloutv1alpha1.Metric{webPathMetric(tt.url)})
+		err := ValidateMetrics([]rolloutv1alpha1.Metric{analysistest.WebPathMetric(tt.url)})
 		if tt.wantError == "" && err != nil || tt.wantError != "" && (err == nil || !strings.Contains(err.Error(), tt.wantError)) {
 			t.Errorf("ValidateMetrics(%s) = %v, want %q", tt.url, err, tt.wantError)
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 )
 
 // A namespace's job metric runs its Jobs in the run's own namespace of each member, whatever
@@ -18,12 +19,12 @@ import (
 func TestAnalysisJobsRunInTheRunsNamespace(t *testing.T) {
 	ctx := context.Background()
 	member := fake.NewClientset()
-	provider := &JobProvider{Members: fakeMembers{"eu-1": member}}
-	run := runWithArgs(map[string]string{"ns": "kube-system"})
+	provider := &JobProvider{Members: analysistest.FakeMembers{"eu-1": member}}
+	run := analysistest.RunWithArgs(map[string]string{"ns": "kube-system"})
 	run.Spec.Clusters = []string{"eu-1"}
 	metric := rolloutv1alpha1.Metric{Name: "smoke", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{
-		Spec: runtime.RawExtension{Raw: []byte(`{"backoffLimit":0,"template":{"metadata":{"namespace":"{{args.ns}}"},"spec":{` + restrictedPod +
-			`,"containers":[{"name":"smoke","image":"curl",` + restrictedContainer + `}]}}}`)},
+		Spec: runtime.RawExtension{Raw: []byte(`{"backoffLimit":0,"template":{"metadata":{"namespace":"{{args.ns}}"},"spec":{` + analysistest.RestrictedPod +
+			`,"containers":[{"name":"smoke","image":"curl",` + analysistest.RestrictedContainer + `}]}}}`)},
 	}}}
 	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
 		t.Fatalf("Measure: %v, want ErrInProgress", err)

@@ -268,7 +268,7 @@ func checkPodSecurity(level psapi.Level, pod *corev1.PodTemplateSpec) error {
 	// Reasons and fix come first, the details (which container, which field) last and cut:
 	// messages are bounded, and what to do must survive.
 	return fmt.Errorf("provider.job.spec.template violates Pod Security %q, the platform's level for a namespace's analysis Jobs (%s); no Job was created: %s, or use a ClusterAnalysisTemplate, which the platform writes; details: %s",
-		level, result.ForbiddenReason(), fix, shorten(result.ForbiddenDetail(), 400))
+		level, result.ForbiddenReason(), fix, Shorten(result.ForbiddenDetail(), 400))
 }
 
 // buildJob renders the metric's Job for one measurement, arguments substituted.

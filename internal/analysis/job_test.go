@@ -3,7 +3,6 @@ package analysis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -13,66 +12,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 )
-
-// fakeMembers hands out a fake clientset per cluster; a cluster without one is unreachable.
-type fakeMembers map[string]*fake.Clientset
-
-func (f fakeMembers) Clientset(cluster string) (kubernetes.Interface, error) {
-	cs, ok := f[cluster]
-	if !ok {
-		return nil, fmt.Errorf("cluster %s is not connected", cluster)
-	}
-	return cs, nil
-}
-
-// restrictedPod and restrictedContainer are what Pod Security "restricted" asks of a pod and
-// each of its containers.
-const (
-	restrictedPod       = `"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}`
-	restrictedContainer = `"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}`
-)
-
-func jobMetric() rolloutv1alpha1.Metric {
-	return rolloutv1alpha1.Metric{
-		Name: "smoke",
-		Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{
-			Metadata: rolloutv1alpha1.JobMetadata{Labels: map[string]string{"team": "shop"}},
-			Spec:     runtime.RawExtension{Raw: []byte(`{"backoffLimit":0,"template":{"spec":{` + restrictedPod + `,"containers":[{"name":"smoke","image":"curl","args":["https://{{args.host}}/health"],` + restrictedContainer + `}]}}}`)},
-		}},
-	}
-}
-
-func jobRun(clusters ...string) *rolloutv1alpha1.AnalysisRun {
-	run := runWithArgs(map[string]string{"host": "checkout.shop"})
-	run.Spec.Clusters = clusters
-	return run
-}
-
-// finish marks a member Job as finished, as the Job controller would.
-func finish(t *testing.T, cs *fake.Clientset, namespace, name string, condition batchv1.JobConditionType) {
-	t.Helper()
-	ctx := context.Background()
-	job, err := cs.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: condition, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"})
-	if _, err := cs.BatchV1().Jobs(namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestJobProvider(t *testing.T) {
 	ctx := context.Background()
-	members := fakeMembers{"eu-1": fake.NewClientset(), "us-1": fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}
+	members := analysistest.FakeMembers{"eu-1": fake.NewClientset(), "us-1": fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}
 	provider := &JobProvider{Members: members}
-	run := jobRun("eu-1", "us-1")
-	metric := jobMetric()
+	run := analysistest.JobRun("eu-1", "us-1")
+	metric := analysistest.JobMetric()
 
 	// The first call creates the Jobs.
 	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
@@ -109,11 +60,11 @@ func TestJobProvider(t *testing.T) {
 	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
 		t.Fatalf("second call: %v", err)
 	}
-	finish(t, members["eu-1"], "shop", name, batchv1.JobComplete)
+	analysistest.Finish(t, members["eu-1"], "shop", name, batchv1.JobComplete)
 	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
 		t.Fatalf("one of two complete: %v", err)
 	}
-	finish(t, members["us-1"], "shop", name, batchv1.JobComplete)
+	analysistest.Finish(t, members["us-1"], "shop", name, batchv1.JobComplete)
 	value, raw, err := provider.Measure(ctx, run, metric)
 	if err != nil || value != true {
 		t.Fatalf("all complete: %v, %v", value, err)
@@ -133,7 +84,7 @@ func TestJobProvider(t *testing.T) {
 	if _, _, err := provider.Measure(ctx, run, metric); !errors.Is(err, ErrInProgress) {
 		t.Fatalf("second measurement: %v", err)
 	}
-	finish(t, members["us-1"], "shop", "checkout-analysis-smoke-1", batchv1.JobFailed)
+	analysistest.Finish(t, members["us-1"], "shop", "checkout-analysis-smoke-1", batchv1.JobFailed)
 	value, raw, err = provider.Measure(ctx, run, metric)
 	if err != nil || value != false || !strings.Contains(raw, "us-1: BackoffLimitExceeded") {
 		t.Fatalf("one failed: %v %s %v", value, raw, err)
@@ -173,18 +124,18 @@ func TestJobProviderErrors(t *testing.T) {
 		metric    func() rolloutv1alpha1.Metric
 		wantError string
 	}{
-		{name: "no clusters", run: jobRun(), metric: jobMetric, wantError: "spec.clusters is empty"},
-		{name: "unreachable cluster", run: jobRun("eu-1", "gone"), metric: jobMetric, wantError: "cluster gone: cluster gone is not connected"},
-		{name: "missing argument", run: func() *rolloutv1alpha1.AnalysisRun { r := jobRun("eu-1"); r.Spec.Args = nil; return r }(), metric: jobMetric, wantError: `provider.job.spec: argument "host" has no value`},
-		{name: "not a JobSpec", run: jobRun("eu-1"), metric: func() rolloutv1alpha1.Metric {
-			m := jobMetric()
+		{name: "no clusters", run: analysistest.JobRun(), metric: analysistest.JobMetric, wantError: "spec.clusters is empty"},
+		{name: "unreachable cluster", run: analysistest.JobRun("eu-1", "gone"), metric: analysistest.JobMetric, wantError: "cluster gone: cluster gone is not connected"},
+		{name: "missing argument", run: func() *rolloutv1alpha1.AnalysisRun { r := analysistest.JobRun("eu-1"); r.Spec.Args = nil; return r }(), metric: analysistest.JobMetric, wantError: `provider.job.spec: argument "host" has no value`},
+		{name: "not a JobSpec", run: analysistest.JobRun("eu-1"), metric: func() rolloutv1alpha1.Metric {
+			m := analysistest.JobMetric()
 			m.Provider.Job.Spec.Raw = []byte(`{"parallelism":"two"}`)
 			return m
 		}, wantError: "provider.job.spec is not a batch/v1 JobSpec"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			provider := &JobProvider{Members: fakeMembers{"eu-1": fake.NewClientset()}}
+			provider := &JobProvider{Members: analysistest.FakeMembers{"eu-1": fake.NewClientset()}}
 			_, _, err := provider.Measure(ctx, tt.run, tt.metric())
 			if err == nil || errors.Is(err, ErrInProgress) || !strings.Contains(err.Error(), tt.wantError) {
 				t.Errorf("error = %v, want one containing %q", err, tt.wantError)
@@ -233,7 +184,7 @@ func TestJobProviderPodSecurity(t *testing.T) {
 		`"containers":[{"name":"smoke","image":"curl","volumeMounts":[{"name":"root","mountPath":"/host"}],` +
 		`"securityContext":{"privileged":true,"capabilities":{"add":["SYS_ADMIN"]}}}]}}}`
 	plain := `{"template":{"spec":{"containers":[{"name":"smoke","image":"curl"}]}}}`
-	restricted := `{"template":{"spec":{` + restrictedPod + `,"containers":[{"name":"smoke","image":"curl",` + restrictedContainer + `}]}}}`
+	restricted := `{"template":{"spec":{` + analysistest.RestrictedPod + `,"containers":[{"name":"smoke","image":"curl",` + analysistest.RestrictedContainer + `}]}}}`
 	tests := []struct {
 		name        string
 		provider    JobProvider
@@ -258,9 +209,9 @@ func TestJobProviderPodSecurity(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := fake.NewClientset()
 			p := tt.provider
-			p.Members = fakeMembers{"eu-1": cs}
+			p.Members = analysistest.FakeMembers{"eu-1": cs}
 			metric := rolloutv1alpha1.Metric{Name: "smoke", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{Spec: runtime.RawExtension{Raw: []byte(tt.spec)}}}}
-			_, _, err := p.Measure(ctx, jobRun("eu-1"), metric)
+			_, _, err := p.Measure(ctx, analysistest.JobRun("eu-1"), metric)
 			jobs, _ := cs.BatchV1().Jobs("shop").List(ctx, metav1.ListOptions{})
 			if tt.wantError != nil {
 				if err == nil || errors.Is(err, ErrInProgress) {
@@ -298,8 +249,8 @@ func TestJobProviderPodSecurity(t *testing.T) {
 	t.Run("an existing namespace is not relabelled", func(t *testing.T) {
 		existing := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}}
 		cs := fake.NewClientset(existing)
-		p := JobProvider{Members: fakeMembers{"eu-1": cs}}
-		if _, _, err := p.Measure(ctx, jobRun("eu-1"), jobMetric()); !errors.Is(err, ErrInProgress) {
+		p := JobProvider{Members: analysistest.FakeMembers{"eu-1": cs}}
+		if _, _, err := p.Measure(ctx, analysistest.JobRun("eu-1"), analysistest.JobMetric()); !errors.Is(err, ErrInProgress) {
 			t.Fatal(err)
 		}
 		ns, err := cs.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{})

@@ -23,8 +23,8 @@ const MaxRetainedMeasurements = 50
 // DefaultConsecutiveErrorLimit applies when a metric sets no consecutiveErrorLimit.
 const DefaultConsecutiveErrorLimit = 4
 
-// errorRetryDelay spaces the retries of a metric without an interval whose measurement erred.
-const errorRetryDelay = 10 * time.Second
+// ErrorRetryDelay spaces the retries of a metric without an interval whose measurement erred.
+const ErrorRetryDelay = 10 * time.Second
 
 // MinMeasurementSpacing is the rate floor: a metric is measured at most once a second, whatever
 // its interval says, so a template of `interval: 0s, count: 100000` cannot turn the
@@ -35,7 +35,7 @@ const MinMeasurementSpacing = time.Second
 const (
 	maxValueLength      = 1024
 	maxMessageLength    = 1000
-	maxRunMessageLength = 2000
+	MaxRunMessageLength = 2000
 )
 
 // Outcome is what one attempt at a measurement produced: a final phase with the value and
@@ -71,8 +71,8 @@ func Record(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, 
 	}
 	m := rolloutv1alpha1.Measurement{
 		Phase:     outcome.Phase,
-		Value:     shorten(outcome.Value, maxValueLength),
-		Message:   shorten(outcome.Message, maxMessageLength),
+		Value:     Shorten(outcome.Value, maxValueLength),
+		Message:   Shorten(outcome.Message, maxMessageLength),
 		StartedAt: &metav1.Time{Time: started},
 	}
 	if outcome.Phase != rolloutv1alpha1.AnalysisRunning {
@@ -124,14 +124,14 @@ func MetricPhase(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricRes
 	case result.Inconclusive > inconclusiveLimit:
 		return rolloutv1alpha1.AnalysisInconclusive, fmt.Sprintf("%d inconclusive measurements exceed inconclusiveLimit %d", result.Inconclusive, inconclusiveLimit)
 	case result.ConsecutiveError > errorLimit:
-		return rolloutv1alpha1.AnalysisError, shorten(fmt.Sprintf("%d errors in a row exceed consecutiveErrorLimit %d: %s", result.ConsecutiveError, errorLimit, last.Message), maxMessageLength)
+		return rolloutv1alpha1.AnalysisError, Shorten(fmt.Sprintf("%d errors in a row exceed consecutiveErrorLimit %d: %s", result.ConsecutiveError, errorLimit, last.Message), maxMessageLength)
 	}
 	verdicts := result.Count - result.Error
 	if want := wantedCount(metric); want > 0 && verdicts >= want {
 		return rolloutv1alpha1.AnalysisSuccessful, fmt.Sprintf("%d of %d measurements successful", result.Successful, verdicts)
 	}
 	if last.Phase == rolloutv1alpha1.AnalysisError {
-		return rolloutv1alpha1.AnalysisRunning, shorten(fmt.Sprintf("retrying after %d errors in a row (consecutiveErrorLimit %d): %s", result.ConsecutiveError, errorLimit, last.Message), maxMessageLength)
+		return rolloutv1alpha1.AnalysisRunning, Shorten(fmt.Sprintf("retrying after %d errors in a row (consecutiveErrorLimit %d): %s", result.ConsecutiveError, errorLimit, last.Message), maxMessageLength)
 	}
 	return rolloutv1alpha1.AnalysisRunning, ""
 }
@@ -178,7 +178,7 @@ func IsDryRun(spec rolloutv1alpha1.AnalysisRunSpec, metric string) bool {
 
 // NextMeasurementAt is when the metric's next measurement is due: initialDelay after the run
 // started for the first, interval after the previous one finished for the others (an error
-// without an interval is retried after errorRetryDelay; never sooner than MinMeasurementSpacing),
+// without an interval is retried after ErrorRetryDelay; never sooner than MinMeasurementSpacing),
 // and at once while one is in progress.
 // It is zero once the metric is completed.
 func NextMeasurementAt(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.MetricResult, runStart time.Time) time.Time {
@@ -198,7 +198,7 @@ func NextMeasurementAt(metric rolloutv1alpha1.Metric, result rolloutv1alpha1.Met
 	}
 	interval := max(durationOrZero(metric.Interval), MinMeasurementSpacing)
 	if last.Phase == rolloutv1alpha1.AnalysisError && durationOrZero(metric.Interval) == 0 {
-		interval = errorRetryDelay
+		interval = ErrorRetryDelay
 	}
 	finished := runStart
 	if last.FinishedAt != nil {
@@ -222,7 +222,7 @@ func RunPhase(spec rolloutv1alpha1.AnalysisRunSpec, results []rolloutv1alpha1.Me
 	firstIn := func(phase rolloutv1alpha1.AnalysisPhase) (string, bool) {
 		for _, m := range spec.Metrics {
 			if r := byName[m.Name]; r.Phase == phase && !IsDryRun(spec, m.Name) {
-				return shorten(fmt.Sprintf("metric %s: %s", m.Name, r.Message), maxRunMessageLength), true
+				return Shorten(fmt.Sprintf("metric %s: %s", m.Name, r.Message), MaxRunMessageLength), true
 			}
 		}
 		return "", false
@@ -252,11 +252,11 @@ func RunPhase(spec rolloutv1alpha1.AnalysisRunSpec, results []rolloutv1alpha1.Me
 	}
 	switch {
 	case spec.Terminate:
-		return rolloutv1alpha1.AnalysisSuccessful, shorten("terminated: no metric failed; metrics without a verdict count as successful"+note, maxRunMessageLength)
+		return rolloutv1alpha1.AnalysisSuccessful, Shorten("terminated: no metric failed; metrics without a verdict count as successful"+note, MaxRunMessageLength)
 	case done == len(spec.Metrics):
-		return rolloutv1alpha1.AnalysisSuccessful, shorten(fmt.Sprintf("all %d metrics successful", done)+note, maxRunMessageLength)
+		return rolloutv1alpha1.AnalysisSuccessful, Shorten(fmt.Sprintf("all %d metrics successful", done)+note, MaxRunMessageLength)
 	}
-	return rolloutv1alpha1.AnalysisRunning, shorten(fmt.Sprintf("%d of %d metrics done so far", done, len(spec.Metrics))+note, maxRunMessageLength)
+	return rolloutv1alpha1.AnalysisRunning, Shorten(fmt.Sprintf("%d of %d metrics done so far", done, len(spec.Metrics))+note, MaxRunMessageLength)
 }
 
 // ValidateMetrics reports what would keep metrics from being measured, each error naming its

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -23,10 +24,6 @@ const (
 	E = rolloutv1alpha1.AnalysisError
 	R = rolloutv1alpha1.AnalysisRunning
 )
-
-func webMetric(name string) rolloutv1alpha1.Metric {
-	return rolloutv1alpha1.Metric{Name: name, Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: "http://x"}}}
-}
 
 // recordAll feeds outcomes of the given phases, a minute apart.
 func recordAll(m rolloutv1alpha1.Metric, phases ...rolloutv1alpha1.AnalysisPhase) rolloutv1alpha1.MetricResult {
@@ -67,7 +64,7 @@ func TestRecordDecidesTheMetricPhase(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := webMetric("m")
+			m := analysistest.WebMetric("m")
 			if tt.metric != nil {
 				tt.metric(&m)
 			}
@@ -98,7 +95,7 @@ func both(a, b func(*rolloutv1alpha1.Metric)) func(*rolloutv1alpha1.Metric) {
 }
 
 func TestRecordCountsAndMessages(t *testing.T) {
-	m := webMetric("m")
+	m := analysistest.WebMetric("m")
 	m.Interval = "1m"
 	m.FailureLimit, m.InconclusiveLimit = ptr.To[int32](2), ptr.To[int32](5)
 	got := recordAll(m, S, E, F, I, E, E, F)
@@ -124,13 +121,13 @@ func TestRecordCountsAndMessages(t *testing.T) {
 }
 
 func errorLimitMetric() rolloutv1alpha1.Metric {
-	m := webMetric("m")
+	m := analysistest.WebMetric("m")
 	m.ConsecutiveErrorLimit = ptr.To[int32](1)
 	return m
 }
 
 func TestRecordKeepsTheLatestMeasurements(t *testing.T) {
-	m := webMetric("m")
+	m := analysistest.WebMetric("m")
 	m.Interval = "1m"
 	phases := make([]rolloutv1alpha1.AnalysisPhase, 15)
 	for i := range phases {
@@ -160,7 +157,7 @@ func TestMeasurementRetention(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := webMetric(tt.metric)
+			m := analysistest.WebMetric(tt.metric)
 			m.Interval = "1m"
 			result := rolloutv1alpha1.MetricResult{Name: m.Name}
 			for i := range 60 {
@@ -207,7 +204,7 @@ func TestDryRunMetricsDecideNothing(t *testing.T) {
 }
 
 func TestRecordDoesNotModifyItsInput(t *testing.T) {
-	m := webMetric("m")
+	m := analysistest.WebMetric("m")
 	m.Interval = "1m"
 	before := recordAll(m, S, S)
 	snapshot := before.DeepCopy()
@@ -260,7 +257,7 @@ func TestNextMeasurementAt(t *testing.T) {
 			want:   t0.Add(6 * time.Minute)},
 		{name: "error without interval retried soon", metric: rolloutv1alpha1.Metric{},
 			result: rolloutv1alpha1.MetricResult{Phase: R, Measurements: []rolloutv1alpha1.Measurement{{Phase: E, FinishedAt: at(time.Minute)}}},
-			want:   t0.Add(time.Minute + errorRetryDelay)},
+			want:   t0.Add(time.Minute + ErrorRetryDelay)},
 		{name: "a zero interval is held to the rate floor", metric: rolloutv1alpha1.Metric{Interval: "0s", Count: ptr.To[int32](100000)},
 			result: rolloutv1alpha1.MetricResult{Phase: R, Measurements: []rolloutv1alpha1.Measurement{{Phase: S, StartedAt: at(time.Minute), FinishedAt: at(time.Minute + time.Millisecond)}}},
 			want:   t0.Add(time.Minute + time.Millisecond + MinMeasurementSpacing)},
@@ -283,7 +280,7 @@ func TestNextMeasurementAt(t *testing.T) {
 }
 
 func TestScheduleByCountAndInterval(t *testing.T) {
-	m := webMetric("m")
+	m := analysistest.WebMetric("m")
 	m.Count, m.Interval, m.InitialDelay = ptr.To[int32](3), "1m", "30s"
 	result := rolloutv1alpha1.MetricResult{Name: "m"}
 	now := t0
@@ -341,23 +338,23 @@ func TestRunPhase(t *testing.T) {
 }
 
 func TestValidateMetrics(t *testing.T) {
-	good := webMetric("ok")
-	twoProviders := webMetric("two")
+	good := analysistest.WebMetric("ok")
+	twoProviders := analysistest.WebMetric("two")
 	twoProviders.Provider.Prometheus = &rolloutv1alpha1.PrometheusMetric{Address: "http://p", Query: "up"}
-	badInterval := webMetric("interval")
+	badInterval := analysistest.WebMetric("interval")
 	badInterval.Interval = "5 minutes"
-	badCondition := webMetric("cond")
+	badCondition := analysistest.WebMetric("cond")
 	badCondition.FailureCondition = "result >"
 	badJob := rolloutv1alpha1.Metric{Name: "job", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{Spec: runtime.RawExtension{Raw: []byte(`[1]`)}}}}
-	badMethod := webMetric("method")
+	badMethod := analysistest.WebMetric("method")
 	badMethod.Provider.Web.Method = "PUT"
-	spinning := webMetric("spinning")
+	spinning := analysistest.WebMetric("spinning")
 	spinning.Interval = "0s"
 
 	if err := ValidateMetrics([]rolloutv1alpha1.Metric{good}); err != nil {
 		t.Errorf("valid metric: %v", err)
 	}
-	countedBackToBack := webMetric("counted")
+	countedBackToBack := analysistest.WebMetric("counted")
 	countedBackToBack.Interval, countedBackToBack.Count = "0s", ptr.To[int32](3)
 	if err := ValidateMetrics([]rolloutv1alpha1.Metric{countedBackToBack}); err != nil {
 		t.Errorf("a zero interval with a count: %v", err)

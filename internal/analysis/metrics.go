@@ -5,8 +5,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-var runOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+var RunOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "flotilla_analysis_runs_total", Help: "AnalysisRuns completed, by outcome (Successful, Failed, Error, Inconclusive).",
 }, []string{"phase"})
 
-func init() { metrics.Registry.MustRegister(runOutcomes) }
+func init() { metrics.Registry.MustRegister(RunOutcomes) }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 )
 
 // Each cluster of the wave is measured at its own Prometheus (the address templated by a
@@ -40,24 +41,24 @@ func TestPrometheusQueriesEachClusterOfTheWave(t *testing.T) {
 	metric := rolloutv1alpha1.Metric{Name: "errors", SuccessCondition: "all(result, {# < 0.05})",
 		Provider: rolloutv1alpha1.MetricProvider{Prometheus: &rolloutv1alpha1.PrometheusMetric{
 			Address: "http://{{cluster.labels.prometheus}}", Query: `errors{cluster="{{cluster.name}}"}`}}}
-	run := runWithArgs(nil)
+	run := analysistest.RunWithArgs(nil)
 	run.Spec.Clusters = []string{"east", "west"}
-	o := takeMeasurement(context.Background(), p, run, metric, time.Now())
+	o := TakeMeasurement(context.Background(), p, run, metric, time.Now())
 	if o.Phase != rolloutv1alpha1.AnalysisSuccessful || o.Value != `{"east":0.01,"west":0.04}` {
 		t.Fatalf("%s %s %q", o.Phase, o.Value, o.Message)
 	}
 	metric.SuccessCondition = "all(result, {# < 0.02})"
-	if o := takeMeasurement(context.Background(), p, run, metric, time.Now()); o.Phase != rolloutv1alpha1.AnalysisFailed {
+	if o := TakeMeasurement(context.Background(), p, run, metric, time.Now()); o.Phase != rolloutv1alpha1.AnalysisFailed {
 		t.Fatalf("west at 4%% fails the 2%% bound: %s %s", o.Phase, o.Value)
 	}
 
 	labels["west"] = map[string]string{}
-	o = takeMeasurement(context.Background(), p, run, metric, time.Now())
+	o = TakeMeasurement(context.Background(), p, run, metric, time.Now())
 	if o.Phase != rolloutv1alpha1.AnalysisError || !strings.Contains(o.Message, `cluster west has no label "prometheus"`) {
 		t.Fatalf("a missing label is named: %s %q", o.Phase, o.Message)
 	}
 	run.Spec.Clusters = nil
-	if o := takeMeasurement(context.Background(), p, run, metric, time.Now()); o.Phase != rolloutv1alpha1.AnalysisError || !strings.Contains(o.Message, "names none") {
+	if o := TakeMeasurement(context.Background(), p, run, metric, time.Now()); o.Phase != rolloutv1alpha1.AnalysisError || !strings.Contains(o.Message, "names none") {
 		t.Fatalf("outside a wave: %s %q", o.Phase, o.Message)
 	}
 }

@@ -78,7 +78,7 @@ func (p *PrometheusProvider) query(ctx context.Context, address, query string, t
 			if reason := prometheusErrorField(apiErr.Detail); reason != "" {
 				msg += ": " + reason
 			}
-			return nil, "", fmt.Errorf("querying prometheus at %s: %s: %s", spec.Address, apiErr.Type, shorten(strings.TrimSpace(msg), maxErrorExcerpt))
+			return nil, "", fmt.Errorf("querying prometheus at %s: %s: %s", spec.Address, apiErr.Type, Shorten(strings.TrimSpace(msg), maxErrorExcerpt))
 		}
 		return nil, "", fmt.Errorf("querying prometheus at %s: %w", spec.Address, callCause(err))
 	}

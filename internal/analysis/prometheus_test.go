@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 )
 
 // fakePrometheus answers /api/v1/query with the JSON the Prometheus HTTP API returns, chosen
@@ -96,13 +97,13 @@ func TestPrometheusProvider(t *testing.T) {
 			metric := rolloutv1alpha1.Metric{Name: "m", SuccessCondition: "true", Provider: rolloutv1alpha1.MetricProvider{Prometheus: &rolloutv1alpha1.PrometheusMetric{Address: address, Query: tt.query, TimeoutSeconds: 5}}}
 			if tt.wantError != "" {
 				// A failed call is an Error measurement, never a success, even without conditions.
-				o := takeMeasurement(context.Background(), &PrometheusProvider{Egress: testLoopback}, runWithArgs(nil), metric, t0)
+				o := TakeMeasurement(context.Background(), &PrometheusProvider{Egress: testLoopback}, analysistest.RunWithArgs(nil), metric, t0)
 				if o.Phase != E || !strings.Contains(o.Message, tt.wantError) {
 					t.Errorf("measurement %s %q, want Error containing %q", o.Phase, o.Message, tt.wantError)
 				}
 				return
 			}
-			got, raw, err := (&PrometheusProvider{Egress: testLoopback}).Measure(context.Background(), runWithArgs(nil), metric)
+			got, raw, err := (&PrometheusProvider{Egress: testLoopback}).Measure(context.Background(), analysistest.RunWithArgs(nil), metric)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +122,7 @@ func TestPrometheusProvider(t *testing.T) {
 		for query, want := range map[string]rolloutv1alpha1.AnalysisPhase{"vector": S, "empty": E} {
 			metric := promMetric("rate", query)
 			metric.Provider.Prometheus.Address = srv.URL
-			if o := takeMeasurement(context.Background(), &PrometheusProvider{Egress: testLoopback}, runWithArgs(nil), metric, t0); o.Phase != want {
+			if o := TakeMeasurement(context.Background(), &PrometheusProvider{Egress: testLoopback}, analysistest.RunWithArgs(nil), metric, t0); o.Phase != want {
 				t.Errorf("%s: phase %s (%s), want %s", query, o.Phase, o.Message, want)
 			}
 		}
@@ -130,7 +131,7 @@ func TestPrometheusProvider(t *testing.T) {
 	t.Run("arguments", func(t *testing.T) {
 		metric := promMetric("rate", `vector{service="{{args.service}}"}`)
 		metric.Provider.Prometheus.Address = srv.URL
-		if _, _, err := (&PrometheusProvider{Egress: testLoopback}).Measure(context.Background(), runWithArgs(map[string]string{"service": "checkout"}), metric); err != nil {
+		if _, _, err := (&PrometheusProvider{Egress: testLoopback}).Measure(context.Background(), analysistest.RunWithArgs(map[string]string{"service": "checkout"}), metric); err != nil {
 			t.Fatal(err)
 		}
 		got := queries()

@@ -64,8 +64,8 @@ func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// shorten cuts s to at most max bytes on a rune boundary, marking the cut.
-func shorten(s string, max int) string {
+// Shorten cuts s to at most max bytes on a rune boundary, marking the cut.
+func Shorten(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

@@ -135,7 +135,7 @@ func NewRunFrom(namespace, name string, from []Template, args []rolloutv1alpha1.
 		MeasurementRetention: retention,
 		Inconclusive:         inconclusive,
 	}
-	if err := validateRun(spec); err != nil {
+	if err := ValidateRun(spec); err != nil {
 		return nil, err
 	}
 	return &rolloutv1alpha1.AnalysisRun{
@@ -145,8 +145,8 @@ func NewRunFrom(namespace, name string, from []Template, args []rolloutv1alpha1.
 	}, nil
 }
 
-// platformMetric says whether the run's metric came from a ClusterAnalysisTemplate.
-func platformMetric(run *rolloutv1alpha1.AnalysisRun, metric string) bool {
+// PlatformMetric says whether the run's metric came from a ClusterAnalysisTemplate.
+func PlatformMetric(run *rolloutv1alpha1.AnalysisRun, metric string) bool {
 	for _, t := range run.Spec.Templates {
 		if !t.ClusterScope {
 			continue
@@ -196,9 +196,9 @@ func ownMetrics[T any](tmpl rolloutv1alpha1.AnalysisTemplateSpec, entries []T, n
 	return out
 }
 
-// validateRun reports what would make every measurement of the run fail: invalid metrics, an
+// ValidateRun reports what would make every measurement of the run fail: invalid metrics, an
 // argument without a value, a job metric without clusters. Paths are relative to the spec.
-func validateRun(spec rolloutv1alpha1.AnalysisRunSpec) error {
+func ValidateRun(spec rolloutv1alpha1.AnalysisRunSpec) error {
 	if err := ValidateMetrics(spec.Metrics); err != nil {
 		return err
 	}

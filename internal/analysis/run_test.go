@@ -198,15 +198,15 @@ func TestNewRunFromRecordsTemplates(t *testing.T) {
 		t.Errorf("templates (-want +got):\n%s", diff)
 	}
 	for metric, want := range map[string]bool{"fleet-errors": true, "fleet-latency": true, "mine": false, "unknown": false} {
-		if got := platformMetric(run, metric); got != want {
-			t.Errorf("platformMetric(%s) = %t, want %t", metric, got, want)
+		if got := PlatformMetric(run, metric); got != want {
+			t.Errorf("PlatformMetric(%s) = %t, want %t", metric, got, want)
 		}
 	}
 	plain, err := NewRun("shop", "r", []rolloutv1alpha1.AnalysisTemplateSpec{fleet}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plain.Spec.Templates) != 0 || platformMetric(plain, "fleet-errors") {
+	if len(plain.Spec.Templates) != 0 || PlatformMetric(plain, "fleet-errors") {
 		t.Errorf("NewRun recorded templates %+v; want none", plain.Spec.Templates)
 	}
 }

@@ -11,19 +11,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/utils/ptr"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 )
-
-func runWithArgs(args map[string]string) *rolloutv1alpha1.AnalysisRun {
-	run := &rolloutv1alpha1.AnalysisRun{}
-	run.Namespace, run.Name = "shop", "checkout-analysis"
-	for k, v := range args {
-		run.Spec.Args = append(run.Spec.Args, rolloutv1alpha1.Argument{Name: k, Value: ptr.To(v)})
-	}
-	return run
-}
 
 func TestWebProvider(t *testing.T) {
 	var mu sync.Mutex
@@ -78,13 +69,13 @@ func TestWebProvider(t *testing.T) {
 			metric := rolloutv1alpha1.Metric{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &tt.web}}
 			if tt.wantError != "" {
 				// A failed call is an Error measurement, never a success, even without conditions.
-				o := takeMeasurement(context.Background(), &WebProvider{Egress: testLoopback}, runWithArgs(nil), metric, t0)
+				o := TakeMeasurement(context.Background(), &WebProvider{Egress: testLoopback}, analysistest.RunWithArgs(nil), metric, t0)
 				if o.Phase != E || !strings.Contains(o.Message, tt.wantError) {
 					t.Errorf("measurement %s %q, want Error containing %q", o.Phase, o.Message, tt.wantError)
 				}
 				return
 			}
-			got, raw, err := (&WebProvider{Egress: testLoopback}).Measure(context.Background(), runWithArgs(nil), metric)
+			got, raw, err := (&WebProvider{Egress: testLoopback}).Measure(context.Background(), analysistest.RunWithArgs(nil), metric)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +96,7 @@ func TestWebProvider(t *testing.T) {
 			Headers:  []rolloutv1alpha1.WebMetricHeader{{Key: "Authorization", Value: "Bearer {{args.token}}"}},
 			JSONPath: "{$.data.ok}",
 		}
-		run := runWithArgs(map[string]string{"service": "checkout", "token": "s3cret"})
+		run := analysistest.RunWithArgs(map[string]string{"service": "checkout", "token": "s3cret"})
 		if _, _, err := (&WebProvider{Egress: testLoopback}).Measure(context.Background(), run, rolloutv1alpha1.Metric{Name: "m", Provider: rolloutv1alpha1.MetricProvider{Web: &web}}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/internal/analysisrun"
 	"github.com/flotilla-dev/flotilla/internal/dashboard"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -310,7 +311,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&release.Controller{Client: withWorks, Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release"), Board: board}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
-	if err := (&analysis.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: recorder("flotilla-analysis"),
+	if err := (&analysisrun.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: recorder("flotilla-analysis"),
 		Egress: analysis.NewEgress(o.Analysis.AllowCIDRs), PodSecurity: o.Analysis.PodSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the analysis controller: %w", err)
 	}

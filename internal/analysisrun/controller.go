@@ -1,4 +1,6 @@
-package analysis
+// Package analysisrun is the AnalysisRun controller: it measures each run on its schedule
+// through package analysis and writes the run's status. It owns nothing else.
+package analysisrun
 
 import (
 	"context"
@@ -21,6 +23,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
@@ -42,14 +45,14 @@ const maxMeasurementsPerReconcile = 10
 type Controller struct {
 	Client client.Client
 	// Members reaches the clusters where job metrics run.
-	Members Members
+	Members analysis.Members
 	// Recorder gets an event when a run completes; nil records none.
 	Recorder events.EventRecorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Egress decides where web and Prometheus metrics may connect; nil allows public
 	// addresses only (and private and loopback ones to ClusterAnalysisTemplates' metrics).
-	Egress *Egress
+	Egress *analysis.Egress
 	// PodSecurity is the level the Job pods of a namespace's templates must meet; empty means
 	// restricted.
 	PodSecurity psapi.Level
@@ -86,20 +89,20 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		status.StartedAt = &metav1.Time{Time: now}
 	}
 	var next time.Time
-	if err := validateRun(run.Spec); err != nil {
+	if err := analysis.ValidateRun(run.Spec); err != nil {
 		status.Phase = rolloutv1alpha1.AnalysisError
-		status.Message = shorten("spec."+strings.ReplaceAll(err.Error(), "\n", "; spec."), maxRunMessageLength)
+		status.Message = analysis.Shorten("spec."+strings.ReplaceAll(err.Error(), "\n", "; spec."), analysis.MaxRunMessageLength)
 	} else {
 		status.MetricResults, next = c.measure(ctx, run, status)
 		if ctx.Err() != nil {
 			// Shutting down: measurements cut short are not the servers' fault.
 			return ctrl.Result{}, ctx.Err()
 		}
-		status.Phase, status.Message = RunPhase(run.Spec, status.MetricResults)
+		status.Phase, status.Message = analysis.RunPhase(run.Spec, status.MetricResults)
 	}
 
 	status.ObservedGeneration = run.Generation
-	Summarize(status, run.Generation)
+	analysis.Summarize(status, run.Generation)
 	if !apiequality.Semantic.DeepEqual(status, &run.Status) {
 		// The lock turns a write from a stale read into a conflict instead of dropping the
 		// measurements another reconcile recorded.
@@ -127,7 +130,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (c *Controller) recordCompletion(run *rolloutv1alpha1.AnalysisRun) {
-	runOutcomes.WithLabelValues(string(run.Status.Phase)).Inc()
+	analysis.RunOutcomes.WithLabelValues(string(run.Status.Phase)).Inc()
 	if c.Recorder == nil {
 		return
 	}
@@ -154,7 +157,7 @@ func (c *Controller) measure(ctx context.Context, run *rolloutv1alpha1.AnalysisR
 		if !ok {
 			result = rolloutv1alpha1.MetricResult{Name: metric.Name, Phase: rolloutv1alpha1.AnalysisPending}
 		}
-		result.DryRun = IsDryRun(run.Spec, metric.Name)
+		result.DryRun = analysis.IsDryRun(run.Spec, metric.Name)
 		if run.Spec.Terminate {
 			results[i] = c.terminate(ctx, run, metric, result)
 			continue
@@ -182,15 +185,15 @@ func (c *Controller) measureMetric(ctx context.Context, run *rolloutv1alpha1.Ana
 	provider := c.provider(run, metric)
 	for range maxMeasurementsPerReconcile {
 		started := c.now()
-		if due := NextMeasurementAt(metric, result, runStart); due.After(started) {
+		if due := analysis.NextMeasurementAt(metric, result, runStart); due.After(started) {
 			return result, due
 		}
-		outcome := takeMeasurement(ctx, provider, runView(run, result), metric, started)
+		outcome := analysis.TakeMeasurement(ctx, provider, runView(run, result), metric, started)
 		if ctx.Err() != nil {
 			return result, time.Time{}
 		}
 		var due time.Time
-		result, due = Record(metric, result, outcome, c.now(), runStart, Retention(run.Spec, metric.Name))
+		result, due = analysis.Record(metric, result, outcome, c.now(), runStart, analysis.Retention(run.Spec, metric.Name))
 		if result.Phase.Completed() {
 			return result, time.Time{}
 		}
@@ -201,7 +204,7 @@ func (c *Controller) measureMetric(ctx context.Context, run *rolloutv1alpha1.Ana
 			return result, due
 		}
 	}
-	return result, NextMeasurementAt(metric, result, runStart)
+	return result, analysis.NextMeasurementAt(metric, result, runStart)
 }
 
 // terminate ends a metric of a terminated run: without a verdict yet it counts as
@@ -229,21 +232,21 @@ func (c *Controller) terminate(ctx context.Context, run *rolloutv1alpha1.Analysi
 
 // provider picks the metric's provider, with the platform's allowances when the metric came
 // from a ClusterAnalysisTemplate.
-func (c *Controller) provider(run *rolloutv1alpha1.AnalysisRun, metric rolloutv1alpha1.Metric) Provider {
-	platform := platformMetric(run, metric.Name)
+func (c *Controller) provider(run *rolloutv1alpha1.AnalysisRun, metric rolloutv1alpha1.Metric) analysis.Provider {
+	platform := analysis.PlatformMetric(run, metric.Name)
 	if metric.Compare != nil && metric.Baseline != nil {
 		canary, baseline := metric, metric
 		canary.Compare, canary.Baseline = nil, nil
 		baseline.Provider, baseline.Compare, baseline.Baseline = *metric.Baseline, nil, nil
-		return compareProvider{canary: c.provider(run, canary), baseline: c.provider(run, baseline)}
+		return analysis.CompareProvider{Canary: c.provider(run, canary), Baseline: c.provider(run, baseline)}
 	}
 	switch {
 	case metric.Provider.Prometheus != nil:
-		return &PrometheusProvider{Now: c.Now, Egress: c.Egress, Platform: platform, ClusterLabels: c.clusterLabels}
+		return &analysis.PrometheusProvider{Now: c.Now, Egress: c.Egress, Platform: platform, ClusterLabels: c.clusterLabels}
 	case metric.Provider.Web != nil:
-		return &WebProvider{Egress: c.Egress, Platform: platform}
+		return &analysis.WebProvider{Egress: c.Egress, Platform: platform}
 	case metric.Provider.Job != nil && c.Members != nil:
-		return &JobProvider{Members: c.Members, PodSecurity: c.PodSecurity, Platform: platform}
+		return &analysis.JobProvider{Members: c.Members, PodSecurity: c.PodSecurity, Platform: platform}
 	case metric.Provider.Job != nil:
 		return failingProvider{errors.New("job metrics are not available: the controller has no access to member clusters")}
 	}
@@ -263,25 +266,6 @@ type failingProvider struct{ err error }
 
 func (f failingProvider) Measure(context.Context, *rolloutv1alpha1.AnalysisRun, rolloutv1alpha1.Metric) (any, string, error) {
 	return nil, "", f.err
-}
-
-// takeMeasurement asks the provider and judges the value.
-func takeMeasurement(ctx context.Context, provider Provider, run *rolloutv1alpha1.AnalysisRun, metric rolloutv1alpha1.Metric, started time.Time) Outcome {
-	value, raw, err := provider.Measure(ctx, run, metric)
-	switch {
-	case errors.Is(err, ErrInProgress):
-		return Outcome{Phase: rolloutv1alpha1.AnalysisRunning, StartedAt: started}
-	case err != nil:
-		return Outcome{Phase: rolloutv1alpha1.AnalysisError, Message: err.Error(), StartedAt: started}
-	}
-	phase, err := Judge(metric, value)
-	outcome := Outcome{Phase: phase, Value: raw, StartedAt: started}
-	if err != nil {
-		outcome.Message = err.Error()
-	} else if cmp, ok := value.(comparison); ok && metric.Compare != nil {
-		_, outcome.Message = cmp.judge(metric.Compare)
-	}
-	return outcome
 }
 
 // runView is the run as one metric's provider sees it: its status holds only that metric's

@@ -1,4 +1,4 @@
-package analysis
+package analysisrun
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis"
+	"github.com/flotilla-dev/flotilla/internal/analysis/analysistest"
 	"github.com/flotilla-dev/flotilla/internal/eventstest"
 )
 
@@ -34,7 +36,7 @@ type harness struct {
 	key      client.ObjectKey
 }
 
-func newHarness(t *testing.T, run *rolloutv1alpha1.AnalysisRun, members Members) *harness {
+func newHarness(t *testing.T, run *rolloutv1alpha1.AnalysisRun, members analysis.Members) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := rolloutv1alpha1.AddToScheme(scheme); err != nil {
@@ -84,7 +86,7 @@ func TestControllerMeasuresOnSchedule(t *testing.T) {
 	h := newHarness(t, newRun(metric), nil)
 
 	res, run := h.reconcile()
-	if run.Status.Phase != R || run.Status.StartedAt == nil || !run.Status.StartedAt.Time.Equal(t0) {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisRunning || run.Status.StartedAt == nil || !run.Status.StartedAt.Time.Equal(t0) {
 		t.Fatalf("after the first reconcile: %+v", run.Status)
 	}
 	if r := run.Status.MetricResults[0]; r.Count != 1 || r.Successful != 1 || r.Measurements[0].Value != "true" {
@@ -104,7 +106,7 @@ func TestControllerMeasuresOnSchedule(t *testing.T) {
 
 	h.now = t0.Add(time.Minute)
 	res, run = h.reconcile()
-	if run.Status.Phase != S || res.RequeueAfter != 0 || calls.Load() != 2 {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisSuccessful || res.RequeueAfter != 0 || calls.Load() != 2 {
 		t.Fatalf("after the second measurement: %s %q, requeue %s, %d calls", run.Status.Phase, run.Status.Message, res.RequeueAfter, calls.Load())
 	}
 	if got := h.events(); len(got) != 1 || !strings.HasPrefix(got[0], "Normal AnalysisSuccessful") {
@@ -114,7 +116,7 @@ func TestControllerMeasuresOnSchedule(t *testing.T) {
 	// A completed run is left alone.
 	h.now = t0.Add(time.Hour)
 	_, run = h.reconcile()
-	if calls.Load() != 2 || run.Status.Phase != S || len(h.events()) != 0 {
+	if calls.Load() != 2 || run.Status.Phase != rolloutv1alpha1.AnalysisSuccessful || len(h.events()) != 0 {
 		t.Errorf("a completed run was measured again (%d calls)", calls.Load())
 	}
 }
@@ -127,12 +129,12 @@ func TestControllerErrorsEndInError(t *testing.T) {
 	h := newHarness(t, newRun(metric), nil)
 
 	res, run := h.reconcile()
-	if run.Status.Phase != R || res.RequeueAfter != errorRetryDelay {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisRunning || res.RequeueAfter != analysis.ErrorRetryDelay {
 		t.Fatalf("after one error: %s, requeue %s", run.Status.Phase, res.RequeueAfter)
 	}
-	h.now = t0.Add(errorRetryDelay)
+	h.now = t0.Add(analysis.ErrorRetryDelay)
 	_, run = h.reconcile()
-	if run.Status.Phase != E || !strings.Contains(run.Status.Message, "metric rate: 2 errors in a row exceed consecutiveErrorLimit 1") {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisError || !strings.Contains(run.Status.Message, "metric rate: 2 errors in a row exceed consecutiveErrorLimit 1") {
 		t.Errorf("after two errors: %s %q", run.Status.Phase, run.Status.Message)
 	}
 	if got := h.events(); len(got) != 1 || !strings.HasPrefix(got[0], "Warning AnalysisError") {
@@ -141,15 +143,15 @@ func TestControllerErrorsEndInError(t *testing.T) {
 }
 
 func TestControllerJobMetric(t *testing.T) {
-	members := fakeMembers{"eu-1": fake.NewClientset()}
-	run := newRun(jobMetric())
-	run.Spec.Args = jobRun().Spec.Args
+	members := analysistest.FakeMembers{"eu-1": fake.NewClientset()}
+	run := newRun(analysistest.JobMetric())
+	run.Spec.Args = analysistest.JobRun().Spec.Args
 	run.Spec.Clusters = []string{"eu-1"}
 	h := newHarness(t, run, members)
 
 	res, run := h.reconcile()
 	r := run.Status.MetricResults[0]
-	if run.Status.Phase != R || len(r.Measurements) != 1 || r.Measurements[0].Phase != R || res.RequeueAfter != jobPollInterval {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisRunning || len(r.Measurements) != 1 || r.Measurements[0].Phase != rolloutv1alpha1.AnalysisRunning || res.RequeueAfter != jobPollInterval {
 		t.Fatalf("after creating the jobs: %+v, requeue %s", r, res.RequeueAfter)
 	}
 
@@ -159,11 +161,11 @@ func TestControllerJobMetric(t *testing.T) {
 		t.Error("polling a job still running wrote the status")
 	}
 
-	finish(t, members["eu-1"], "shop", "checkout-analysis-smoke-0", batchv1.JobComplete)
+	analysistest.Finish(t, members["eu-1"], "shop", "checkout-analysis-smoke-0", batchv1.JobComplete)
 	h.now = t0.Add(2 * jobPollInterval)
 	_, run = h.reconcile()
 	r = run.Status.MetricResults[0]
-	if run.Status.Phase != S || r.Count != 1 || r.Measurements[0].Phase != S || !r.Measurements[0].StartedAt.Time.Equal(t0) {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisSuccessful || r.Count != 1 || r.Measurements[0].Phase != rolloutv1alpha1.AnalysisSuccessful || !r.Measurements[0].StartedAt.Time.Equal(t0) {
 		t.Errorf("after the job completed: %s, %+v", run.Status.Phase, r)
 	}
 }
@@ -173,14 +175,14 @@ func TestControllerTerminate(t *testing.T) {
 	defer srv.Close()
 	// Measured every minute until the run is terminated.
 	forever := rolloutv1alpha1.Metric{Name: "forever", Interval: "1m", Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: srv.URL}}}
-	members := fakeMembers{"eu-1": fake.NewClientset()}
-	run := newRun(forever, jobMetric())
-	run.Spec.Args = jobRun().Spec.Args
+	members := analysistest.FakeMembers{"eu-1": fake.NewClientset()}
+	run := newRun(forever, analysistest.JobMetric())
+	run.Spec.Args = analysistest.JobRun().Spec.Args
 	run.Spec.Clusters = []string{"eu-1"}
 	h := newHarness(t, run, members)
 
 	_, run = h.reconcile()
-	if run.Status.Phase != R {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisRunning {
 		t.Fatalf("phase %s", run.Status.Phase)
 	}
 	run.Spec.Terminate = true
@@ -189,11 +191,11 @@ func TestControllerTerminate(t *testing.T) {
 	}
 	h.now = t0.Add(10 * time.Second)
 	res, run := h.reconcile()
-	if run.Status.Phase != S || res.RequeueAfter != 0 || !strings.Contains(run.Status.Message, "terminated") {
+	if run.Status.Phase != rolloutv1alpha1.AnalysisSuccessful || res.RequeueAfter != 0 || !strings.Contains(run.Status.Message, "terminated") {
 		t.Fatalf("terminated: %s %q", run.Status.Phase, run.Status.Message)
 	}
 	for _, r := range run.Status.MetricResults {
-		if r.Phase != S {
+		if r.Phase != rolloutv1alpha1.AnalysisSuccessful {
 			t.Errorf("metric %s: %s", r.Name, r.Phase)
 		}
 	}
@@ -206,9 +208,9 @@ func TestControllerTerminate(t *testing.T) {
 }
 
 func TestControllerInvalidSpec(t *testing.T) {
-	badCondition := webMetric("health")
+	badCondition := analysistest.WebMetric("health")
 	badCondition.SuccessCondition = "result =="
-	missingArg := webMetric("health")
+	missingArg := analysistest.WebMetric("health")
 	missingArg.Provider.Web.URL = "http://{{args.host}}/health"
 	tests := []struct {
 		name   string
@@ -217,13 +219,13 @@ func TestControllerInvalidSpec(t *testing.T) {
 	}{
 		{name: "condition", metric: badCondition, want: "spec.metrics[0].successCondition"},
 		{name: "argument", metric: missingArg, want: `spec.metrics[0].provider.web.url: argument "host" has no value`},
-		{name: "job argument", metric: jobMetric(), want: `spec.metrics[0].provider.job.spec: argument "host" has no value`},
+		{name: "job argument", metric: analysistest.JobMetric(), want: `spec.metrics[0].provider.job.spec: argument "host" has no value`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, newRun(tt.metric), nil)
 			res, run := h.reconcile()
-			if run.Status.Phase != E || !strings.Contains(run.Status.Message, tt.want) || res.RequeueAfter != 0 {
+			if run.Status.Phase != rolloutv1alpha1.AnalysisError || !strings.Contains(run.Status.Message, tt.want) || res.RequeueAfter != 0 {
 				t.Errorf("invalid spec: %s %q, requeue %s", run.Status.Phase, run.Status.Message, res.RequeueAfter)
 			}
 			if got := h.events(); len(got) != 1 || !strings.HasPrefix(got[0], "Warning AnalysisError") {
@@ -232,11 +234,43 @@ func TestControllerInvalidSpec(t *testing.T) {
 		})
 	}
 	t.Run("job without clusters", func(t *testing.T) {
-		run := newRun(jobMetric())
-		run.Spec.Args = jobRun().Spec.Args
-		h := newHarness(t, run, fakeMembers{})
-		if _, run = h.reconcile(); run.Status.Phase != E || !strings.Contains(run.Status.Message, "spec.clusters: metrics[0] is a job metric") {
+		run := newRun(analysistest.JobMetric())
+		run.Spec.Args = analysistest.JobRun().Spec.Args
+		h := newHarness(t, run, analysistest.FakeMembers{})
+		if _, run = h.reconcile(); run.Status.Phase != rolloutv1alpha1.AnalysisError || !strings.Contains(run.Status.Message, "spec.clusters: metrics[0] is a job metric") {
 			t.Errorf("job without clusters: %s %q", run.Status.Phase, run.Status.Message)
 		}
 	})
+}
+
+// The controller gives the platform's allowances only to metrics the run's spec.templates says
+// came from a ClusterAnalysisTemplate.
+func TestControllerEgressFollowsTheTemplatesScope(t *testing.T) {
+	srv, calls := analysistest.CountingServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok":true}`) })
+	run := newRun(analysistest.WebPathMetric(srv.URL+"/platform"), func() rolloutv1alpha1.Metric {
+		m := analysistest.WebPathMetric(srv.URL + "/tenant")
+		m.Name = "tenant"
+		return m
+	}())
+	run.Spec.Metrics[0].Name = "platform"
+	run.Spec.Templates = []rolloutv1alpha1.AnalysisRunTemplate{
+		{Name: "fleet-checks", ClusterScope: true, Metrics: []string{"platform"}},
+		{Name: "mine", Metrics: []string{"tenant"}},
+	}
+	h := newHarness(t, run, nil)
+	h.ctrl.Egress = nil
+	_, got := h.reconcile()
+	byName := map[string]rolloutv1alpha1.MetricResult{}
+	for _, r := range got.Status.MetricResults {
+		byName[r.Name] = r
+	}
+	if p := byName["platform"]; p.Phase != rolloutv1alpha1.AnalysisSuccessful {
+		t.Errorf("platform metric %s: %s", p.Phase, p.Message)
+	}
+	if m := byName["tenant"].Measurements; len(m) == 0 || !strings.Contains(m[0].Message, "is loopback: an AnalysisTemplate of a namespace may not reach it") {
+		t.Errorf("tenant metric measurements %+v, want a loopback refusal", m)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the server got %d requests, want 1", n)
+	}
 }
