@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-dev/flotilla/internal/historian"
+	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
 )
@@ -174,7 +174,7 @@ func newHistoryCommand(g *globals) *cobra.Command {
 	f.StringVar(&app, "app", "", "one application")
 	f.StringVar(&cluster, "cluster", "", "one cluster")
 	f.StringVarP(&team, "namespace", "n", "", "one team (its namespace)")
-	f.StringVar(&cause, "cause", "", "one cause: "+strings.Join(historian.Causes, ", "))
+	f.StringVar(&cause, "cause", "", "one cause: "+strings.Join(history.Causes, ", "))
 	f.StringVar(&since, "since", "", "from this time (RFC 3339) or this long ago (24h)")
 	f.StringVar(&until, "until", "", "up to this time (RFC 3339) or this long ago")
 	f.IntVar(&limit, "limit", 100, "records (1-1000)")

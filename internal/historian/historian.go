@@ -57,33 +57,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
-// Outcomes of a record.
-const (
-	OutcomeApplied = "applied"
-	OutcomeHealthy = "healthy"
-	OutcomeFailed  = "failed"
-	OutcomeRemoved = "removed"
-)
-
-// Causes of a record.
-const (
-	CauseRelease     = "release"
-	CauseRollback    = "rollback"
-	CausePlacement   = "placement"
-	CauseFailover    = "failover"
-	CauseSuspend     = "suspend"
-	CauseApply       = "apply"
-	CauseRemoval     = "removal"
-	CauseAdoption    = "adoption"
-	CauseAppFailover = "application-failover"
-	CauseUnmanage    = "unmanage"
-	CauseManage      = "manage"
-)
-
-// Causes are every cause a record may have.
-var Causes = []string{CauseRelease, CauseRollback, CausePlacement, CauseFailover, CauseAppFailover, CauseSuspend,
-	CauseApply, CauseRemoval, CauseAdoption, CauseUnmanage, CauseManage}
-
 // Historian records binding changes.
 type Historian struct {
 	// Client reads Works in Works, everything else in the control plane.
@@ -247,11 +220,11 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		rendered := ctxInfo.applied(cs.Cluster)
 		render := renderFingerprint(rendered)
 		// Without revisions, a template (or override) change applied as it is.
-		changed := !tracked && had && render != "" && prev.render != "" && prev.render != render && prev.outcome != OutcomeRemoved
+		changed := !tracked && had && render != "" && prev.render != "" && prev.render != render && prev.outcome != history.OutcomeRemoved
 		if render == "" {
 			render = prev.render // the cluster's Work is between renders: keep what is known
 		}
-		if had && !changed && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == OutcomeHealthy && outcome == OutcomeApplied) {
+		if had && !changed && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == history.OutcomeHealthy && outcome == history.OutcomeApplied) {
 			// Nothing new; a healthy revision rolling its pods again (replicas moved by a
 			// placement change, a scale) is the same revision, not another change.
 			prev.render = render
@@ -265,8 +238,8 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		rec := h.record(b, cs.Cluster, from, cs.Revision, outcome, now)
 		rec.Message = cs.Message
 		rec.Cause, rec.CauseDetail = ctxInfo.cause(cs.Cluster, from, cs.Revision, had, prev)
-		if !tracked && had && (changed || prev.cause == CauseApply && prev.to == cs.Revision) {
-			rec.Cause, rec.CauseDetail = CauseApply, "the template or an override changed; applied as it is (no rollout, so no revision)"
+		if !tracked && had && (changed || prev.cause == history.CauseApply && prev.to == cs.Revision) {
+			rec.Cause, rec.CauseDetail = history.CauseApply, "the template or an override changed; applied as it is (no rollout, so no revision)"
 			rec.ID = recordID(b, cs.Cluster, from, cs.Revision, outcome, render) // one change each, not one per generation
 		}
 		rec.Images, rec.Commit, rec.Actor = ctxInfo.content(cs.Revision)
@@ -281,15 +254,15 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		if _, still := next[cluster]; still {
 			continue
 		}
-		if prev.outcome == OutcomeRemoved {
+		if prev.outcome == history.OutcomeRemoved {
 			next[cluster] = prev // remembered: a later return says how it left (unmanage: manage)
 			continue
 		}
-		rec := h.record(b, cluster, prev.to, 0, OutcomeRemoved, now)
+		rec := h.record(b, cluster, prev.to, 0, history.OutcomeRemoved, now)
 		rec.Cause, rec.CauseDetail = ctxInfo.removalCause(cluster)
 		rec.Actor, waiting = h.name(ctxInfo, &rec, cluster, prev.to, 0, now, waiting)
 		recs = append(recs, rec)
-		next[cluster] = seen{from: prev.to, outcome: OutcomeRemoved, cause: rec.Cause}
+		next[cluster] = seen{from: prev.to, outcome: history.OutcomeRemoved, cause: rec.Cause}
 	}
 	if len(recs) > 0 {
 		if t := ctxInfo.template(); t != nil {
@@ -323,15 +296,15 @@ func outcomeOf(cs workv1alpha1.ClusterStatus) string {
 	case cs.Suspended:
 		return ""
 	case !cs.Applied && cs.Message != "":
-		return OutcomeFailed
+		return history.OutcomeFailed
 	case !cs.Applied:
 		return ""
 	case cs.Health == workv1alpha1.HealthHealthy:
-		return OutcomeHealthy
+		return history.OutcomeHealthy
 	case cs.Health == workv1alpha1.HealthDegraded:
-		return OutcomeFailed
+		return history.OutcomeFailed
 	default:
-		return OutcomeApplied
+		return history.OutcomeApplied
 	}
 }
 
@@ -424,12 +397,12 @@ func (h *Historian) removed(ctx context.Context, key string) error {
 	now := h.Clock.Now()
 	var recs []history.Record
 	for cluster, prev := range last {
-		if prev.outcome == OutcomeRemoved {
+		if prev.outcome == history.OutcomeRemoved {
 			continue
 		}
 		id := sha256.Sum256(fmt.Appendf(nil, "deleted|%s|%s|%d", key, cluster, prev.to))
 		recs = append(recs, history.Record{ID: hex.EncodeToString(id[:16]), Time: now, Team: ns, Namespace: ns, Name: tn.name, Cluster: cluster,
-			FromRevision: prev.to, Outcome: OutcomeRemoved, Cause: CauseRemoval, CauseDetail: "the template, or the policy that placed it, was deleted",
+			FromRevision: prev.to, Outcome: history.OutcomeRemoved, Cause: history.CauseRemoval, CauseDetail: "the template, or the policy that placed it, was deleted",
 			Group: tn.group, Kind: tn.kind, Application: tn.application})
 	}
 	if len(recs) > 0 {
@@ -505,38 +478,38 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 	if from > 0 && to < from {
 		for _, r := range rels {
 			if r.Spec.Revision == from && (r.Status.Phase == rolloutv1alpha1.ReleaseRolledBack || r.Status.Phase == rolloutv1alpha1.ReleaseAborted) {
-				return CauseRollback, fmt.Sprintf("release %s %s: %s", r.Name, strings.ToLower(string(r.Status.Phase)), r.Status.Message)
+				return history.CauseRollback, fmt.Sprintf("release %s %s: %s", r.Name, strings.ToLower(string(r.Status.Phase)), r.Status.Message)
 			}
 		}
-		return CauseRollback, fmt.Sprintf("back to revision %d", to)
+		return history.CauseRollback, fmt.Sprintf("back to revision %d", to)
 	}
 	if !had || from == 0 {
-		if (had && prev.outcome == OutcomeRemoved && prev.cause == CauseUnmanage) || (prev.cause == CauseManage && prev.to == to) {
-			return CauseManage, "taken back under Flotilla (manage)"
+		if (had && prev.outcome == history.OutcomeRemoved && prev.cause == history.CauseUnmanage) || (prev.cause == history.CauseManage && prev.to == to) {
+			return history.CauseManage, "taken back under Flotilla (manage)"
 		}
 		if r := l.releaseOf(to); r != nil && r.Spec.StableRevision == 0 {
-			return CauseAdoption, "adopted by " + l.waveOf(r, cluster)
+			return history.CauseAdoption, "adopted by " + l.waveOf(r, cluster)
 		}
 		if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster != cluster }) {
-			return CauseFailover, "replaces " + evictedClusters(spec) + " (failover)"
+			return history.CauseFailover, "replaces " + evictedClusters(spec) + " (failover)"
 		}
 		// The eviction may be over (purged at once, or the replacement came up first).
 		for _, f := range spec.FailedClusters {
 			if f.Cluster != cluster && f.TemplateGeneration == spec.TemplateGeneration {
-				return CauseAppFailover, fmt.Sprintf("replaces %s, where the workload failed (application failover): %s", f.Cluster, f.Message)
+				return history.CauseAppFailover, fmt.Sprintf("replaces %s, where the workload failed (application failover): %s", f.Cluster, f.Message)
 			}
 		}
 		for _, cs := range l.status.Clusters {
 			if cs.Cluster != cluster && cs.Lost && !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cs.Cluster }) {
-				return CauseFailover, "replaces " + cs.Cluster + ": the cluster is not Ready (failover)"
+				return history.CauseFailover, "replaces " + cs.Cluster + ": the cluster is not Ready (failover)"
 			}
 		}
-		return CausePlacement, fmt.Sprintf("placed by %s %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef))
+		return history.CausePlacement, fmt.Sprintf("placed by %s %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef))
 	}
 	if r := l.releaseOf(to); r != nil {
-		return CauseRelease, l.waveOf(r, cluster)
+		return history.CauseRelease, l.waveOf(r, cluster)
 	}
-	return CauseApply, fmt.Sprintf("revision %d", to)
+	return history.CauseApply, fmt.Sprintf("revision %d", to)
 }
 
 // releaseOf is the release of revision rev, nil when there is none.
@@ -562,18 +535,18 @@ func (l *lazyContext) waveOf(r *rolloutv1alpha1.Release, cluster string) string 
 func (l *lazyContext) removalCause(cluster string) (string, string) {
 	spec := l.b.BindingSpec()
 	if slices.Contains(spec.UnmanagedClusters, cluster) {
-		return CauseUnmanage, "handed back to unmanaged (unmanage): the objects and their pods keep running"
+		return history.CauseUnmanage, "handed back to unmanaged (unmanage): the objects and their pods keep running"
 	}
 	if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster == cluster }) {
-		return CauseFailover, "evicted from " + cluster + " (failover)"
+		return history.CauseFailover, "evicted from " + cluster + " (failover)"
 	}
 	// The eviction task may be over by the time the member's status goes: the cluster's
 	// unreachable taint still tells.
 	cl := &clusterv1alpha1.Cluster{}
 	if l.h.Client.Get(l.ctx, client.ObjectKey{Name: cluster}, cl) == nil && kube.Unreachable(cl) {
-		return CauseFailover, "moved off " + cluster + ": the cluster is unreachable (failover)"
+		return history.CauseFailover, "moved off " + cluster + ": the cluster is unreachable (failover)"
 	}
-	return CausePlacement, fmt.Sprintf("%s %s no longer places it on %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef), cluster)
+	return history.CausePlacement, fmt.Sprintf("%s %s no longer places it on %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef), cluster)
 }
 
 func evictedClusters(spec *workv1alpha1.ResourceBindingSpec) string {
@@ -688,7 +661,7 @@ type actorQuery struct {
 // placement.
 func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time) (string, *actorQuery) {
 	switch cause {
-	case CausePlacement, CauseRelease, CauseApply, CauseAdoption:
+	case history.CausePlacement, history.CauseRelease, history.CauseApply, history.CauseAdoption:
 		// An Application writes its templates and their policy: it is the actor, not the
 		// newest writer of a Cluster it happens to be placed on.
 		if t := l.template(); t != nil {
@@ -698,24 +671,24 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 		}
 	}
 	switch cause {
-	case CauseFailover, CauseAppFailover:
+	case history.CauseFailover, history.CauseAppFailover:
 		return ActorFailover, nil
-	case CauseRollback:
+	case history.CauseRollback:
 		for _, r := range l.releasesOf() {
 			if r.Spec.Revision == from && (r.Status.Phase == rolloutv1alpha1.ReleaseRolledBack || r.Status.Phase == rolloutv1alpha1.ReleaseAborted) {
 				return "", &actorQuery{refs: []audit.Ref{{Group: rolloutv1alpha1.GroupVersion.Group, Resource: "releases", Namespace: r.Namespace, Name: r.Name}},
 					notAfter: now, otherwise: ActorAutomaticRollback}
 			}
 		}
-	case CauseUnmanage, CauseManage:
+	case history.CauseUnmanage, history.CauseManage:
 		// The switch is the template's annotation: its writer.
 		if ref, ok := l.templateRef(); ok {
 			return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: now}
 		}
-	case CauseRelease, CauseApply, CauseAdoption:
+	case history.CauseRelease, history.CauseApply, history.CauseAdoption:
 		at, ok := l.recorded[to]
 		ref, known := l.templateRef()
-		if cause == CauseApply && to == 0 && known {
+		if cause == history.CauseApply && to == 0 && known {
 			return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: now} // no revision: the template's last writer
 		}
 		if !ok || !known {
@@ -723,7 +696,7 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 		}
 		// Creation times are whole seconds: a write in the same second precedes the record.
 		return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: at.Add(time.Second)}
-	case CausePlacement:
+	case history.CausePlacement:
 		spec := l.b.BindingSpec()
 		q := &actorQuery{notAfter: now, refs: []audit.Ref{{Group: clusterv1alpha1.GroupVersion.Group, Resource: "clusters", Name: cluster}}}
 		switch spec.PolicyRef.Kind {

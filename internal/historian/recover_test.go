@@ -192,7 +192,7 @@ func TestARemovedBindingIsRecordedUnderItsTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range store.recs {
-		if r.Outcome != OutcomeRemoved {
+		if r.Outcome != history.OutcomeRemoved {
 			continue
 		}
 		if r.Kind != "ConfigMap" || r.Name != "front-cfg" || r.Application != "front" {

@@ -40,7 +40,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/historian"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -246,8 +245,8 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, u *User) {
 		}
 	}
 	f := history.Filter{Team: q.Get("team"), Application: q.Get("application"), Cluster: q.Get("cluster"), Cause: q.Get("cause"), Kind: q.Get("kind"), Name: q.Get("name")}
-	if f.Cause != "" && !slices.Contains(historian.Causes, f.Cause) {
-		fail(w, http.StatusBadRequest, "cause", "cause %q: use one of %s", f.Cause, strings.Join(historian.Causes, ", "))
+	if f.Cause != "" && !slices.Contains(history.Causes, f.Cause) {
+		fail(w, http.StatusBadRequest, "cause", "cause %q: use one of %s", f.Cause, strings.Join(history.Causes, ", "))
 		return
 	}
 	if f.Team != "" && len(validation.IsDNS1123Label(f.Team)) > 0 {
