@@ -11,7 +11,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/targeting"
+	"github.com/flotilla-dev/flotilla/internal/targetplan"
 )
 
 // whatIfTargets answers for a proposed TargetPolicy or ClusterTargetPolicy: every Application
@@ -36,10 +36,10 @@ func (s *Server) whatIfTargets(ctx context.Context, out *WhatIf, proposed client
 		if !inScope(scope, app.Namespace) || !app.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if !targeting.Selects(proposed, app) && (stored == nil || !targeting.Selects(stored, app)) {
+		if !targetplan.Selects(proposed, app) && (stored == nil || !targetplan.Selects(stored, app)) {
 			continue
 		}
-		plan, err := targeting.PlanFor(ctx, s.Client, app, proposed)
+		plan, err := targetplan.PlanFor(ctx, s.Client, app, proposed)
 		if err != nil {
 			return fmt.Errorf("planning Application %s/%s: %w", app.Namespace, app.Name, err)
 		}
@@ -82,8 +82,8 @@ func ofApplication(b *workv1alpha1.ResourceBinding, app *appsv1alpha1.Applicatio
 		return false
 	}
 	ref := b.Spec.PolicyRef
-	if (ref.Kind == "PropagationPolicy" && ref.Namespace == app.Namespace && ref.Name == targeting.GeneratedName(app, false)) ||
-		(ref.Kind == "ClusterPropagationPolicy" && ref.Name == targeting.GeneratedName(app, true)) {
+	if (ref.Kind == "PropagationPolicy" && ref.Namespace == app.Namespace && ref.Name == targetplan.GeneratedName(app, false)) ||
+		(ref.Kind == "ClusterPropagationPolicy" && ref.Name == targetplan.GeneratedName(app, true)) {
 		return true
 	}
 	res := b.Spec.Resource

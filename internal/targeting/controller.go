@@ -9,13 +9,12 @@
 //
 // It writes only the generated policies (labelled with the Application), the Placed
 // condition, clusters and targetPolicies of Application status, and target policy status.
-// When target policies contradict each other it changes nothing and says so. PlanFor computes
+// When target policies contradict each other it changes nothing and says so. targetplan.PlanFor computes
 // the placement without writing; Reconcile writes what it returns, and what-if previews it, so
 // the two cannot differ.
 package targeting
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +43,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/targetplan"
 )
 
 // StatusManager owns the placement part of Application status and target policy status.
@@ -152,13 +152,6 @@ func appOfGenerated(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// target is one target policy that selects the Application.
-type target struct {
-	ref     string // NAMESPACE/NAME or NAME
-	cluster bool
-	spec    *appsv1alpha1.TargetSpec
-}
-
 // Reconcile keeps the Application's generated placement in step with its target policies.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &appsv1alpha1.Application{}
@@ -171,7 +164,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !app.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	plan, err := PlanFor(ctx, c.Client, app, nil)
+	plan, err := targetplan.PlanFor(ctx, c.Client, app, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -196,92 +189,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, c.writeStatus(ctx, app, st, placed, plan.Reason, plan.Message)
 }
 
-func (t target) describe() string {
-	if t.cluster {
-		return "ClusterTargetPolicy " + t.ref
-	}
-	return "TargetPolicy " + t.ref
-}
-
-// conflict names the first field two target policies set differently.
-func conflict(ts []target) (string, target, target) {
-	fields := []struct {
-		name string
-		get  func(*appsv1alpha1.TargetSpec) any
-		set  func(*appsv1alpha1.TargetSpec) bool
-	}{
-		{"spec.replicaScheduling", func(s *appsv1alpha1.TargetSpec) any { return s.ReplicaScheduling }, func(s *appsv1alpha1.TargetSpec) bool { return s.ReplicaScheduling != nil }},
-		{"spec.rollout", func(s *appsv1alpha1.TargetSpec) any { return s.Rollout }, func(s *appsv1alpha1.TargetSpec) bool { return s.Rollout != nil }},
-		{"spec.deletionPolicy", func(s *appsv1alpha1.TargetSpec) any { return s.DeletionPolicy }, func(s *appsv1alpha1.TargetSpec) bool { return s.DeletionPolicy != "" }},
-	}
-	for _, f := range fields {
-		var first *target
-		for i := range ts {
-			if !f.set(ts[i].spec) {
-				continue
-			}
-			if first == nil {
-				first = &ts[i]
-				continue
-			}
-			if !equality.Semantic.DeepEqual(f.get(first.spec), f.get(ts[i].spec)) {
-				return f.name, *first, ts[i]
-			}
-		}
-	}
-	return "", target{}, target{}
-}
-
-// first returns the first target's value of a field that is set.
-func first[T any](ts []target, get func(*appsv1alpha1.TargetSpec) T) T {
-	var zero T
-	for _, t := range ts {
-		if v := get(t.spec); !reflect.ValueOf(&v).Elem().IsZero() {
-			return v
-		}
-	}
-	return zero
-}
-
-// GeneratedName names the policies made for an Application: the ClusterPropagationPolicy
-// (cluster), app-NAMESPACE.NAME (namespace names hold no dots, so shop/a-x and shop-a/x never
-// share one), or the PropagationPolicy app-NAME in its namespace.
-func GeneratedName(app *appsv1alpha1.Application, cluster bool) string {
-	if cluster {
-		return "app-" + app.Namespace + "." + app.Name
-	}
-	return "app-" + app.Name
-}
-
-// selectors select the Application's templates, one per kind.
-func selectors(app *appsv1alpha1.Application, cluster bool) []policyv1alpha1.ResourceSelector {
-	var out []policyv1alpha1.ResourceSelector
-	seen := map[string]bool{}
-	for _, o := range app.Status.Objects {
-		k := o.APIVersion + "/" + o.Kind
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		s := policyv1alpha1.ResourceSelector{APIVersion: o.APIVersion, Kind: o.Kind,
-			LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{appsv1alpha1.ApplicationLabel: policyv1alpha1.LabelValue(app.Name)}}}
-		if cluster {
-			s.Namespace = app.Namespace
-		}
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b policyv1alpha1.ResourceSelector) int {
-		return cmp.Or(cmp.Compare(a.APIVersion, b.APIVersion), cmp.Compare(a.Kind, b.Kind))
-	})
-	if len(out) > 64 {
-		out = out[:64]
-	}
-	return out
-}
-
 // generate writes the planned placement (and overrides) for the Application, and removes the
 // other kind's when the set of target policies changed between namespaced and platform-wide.
-func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application, plan *Plan) error {
+func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application, plan *targetplan.Plan) error {
 	generatedLabels := map[string]string{AppNameLabel: app.Name, AppNamespaceLabel: app.Namespace}
 	overrides := policyv1alpha1.OverrideSpec{ResourceSelectors: plan.Spec.ResourceSelectors, OverrideRules: plan.OverrideRules}
 	var pp, op client.Object
@@ -311,16 +221,6 @@ func (c *Controller) generate(ctx context.Context, app *appsv1alpha1.Application
 	}
 	// The other kind, overrides no longer wanted, and any named by an earlier naming go.
 	return c.removeGenerated(ctx, app.Namespace, app.Name, kept(pp, op))
-}
-
-// affinity is one target's clusterSelector as it stands, so relabelling a cluster needs no
-// rewrite of the placement (the scheduler follows cluster labels); several targets' union is
-// their clusters by name.
-func affinity(ts []target, clusters []string) *policyv1alpha1.ClusterAffinity {
-	if len(ts) == 1 {
-		return &policyv1alpha1.ClusterAffinity{LabelSelector: ts[0].spec.ClusterSelector.DeepCopy()}
-	}
-	return &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}
 }
 
 // nameTakenError: the generated placement's name belongs to a policy not generated for the

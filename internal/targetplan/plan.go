@@ -1,12 +1,18 @@
-package targeting
+// Package targetplan computes where TargetPolicies and ClusterTargetPolicies place an
+// Application, writing nothing: the targeting controller writes the plan as generated
+// propagation and override policies, and the inventory's what-if answers with it, so a preview
+// and the placement that follows cannot differ. It must not import any controller.
+package targetplan
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -244,4 +250,104 @@ func clusters(ctx context.Context, r client.Reader, app *appsv1alpha1.Applicatio
 	slices.Sort(in)
 	slices.Sort(left)
 	return in, left, nil
+}
+
+// target is one target policy that selects the Application.
+type target struct {
+	ref     string // NAMESPACE/NAME or NAME
+	cluster bool
+	spec    *appsv1alpha1.TargetSpec
+}
+
+func (t target) describe() string {
+	if t.cluster {
+		return "ClusterTargetPolicy " + t.ref
+	}
+	return "TargetPolicy " + t.ref
+}
+
+// conflict names the first field two target policies set differently.
+func conflict(ts []target) (string, target, target) {
+	fields := []struct {
+		name string
+		get  func(*appsv1alpha1.TargetSpec) any
+		set  func(*appsv1alpha1.TargetSpec) bool
+	}{
+		{"spec.replicaScheduling", func(s *appsv1alpha1.TargetSpec) any { return s.ReplicaScheduling }, func(s *appsv1alpha1.TargetSpec) bool { return s.ReplicaScheduling != nil }},
+		{"spec.rollout", func(s *appsv1alpha1.TargetSpec) any { return s.Rollout }, func(s *appsv1alpha1.TargetSpec) bool { return s.Rollout != nil }},
+		{"spec.deletionPolicy", func(s *appsv1alpha1.TargetSpec) any { return s.DeletionPolicy }, func(s *appsv1alpha1.TargetSpec) bool { return s.DeletionPolicy != "" }},
+	}
+	for _, f := range fields {
+		var first *target
+		for i := range ts {
+			if !f.set(ts[i].spec) {
+				continue
+			}
+			if first == nil {
+				first = &ts[i]
+				continue
+			}
+			if !equality.Semantic.DeepEqual(f.get(first.spec), f.get(ts[i].spec)) {
+				return f.name, *first, ts[i]
+			}
+		}
+	}
+	return "", target{}, target{}
+}
+
+// first returns the first target's value of a field that is set.
+func first[T any](ts []target, get func(*appsv1alpha1.TargetSpec) T) T {
+	var zero T
+	for _, t := range ts {
+		if v := get(t.spec); !reflect.ValueOf(&v).Elem().IsZero() {
+			return v
+		}
+	}
+	return zero
+}
+
+// GeneratedName names the policies made for an Application: the ClusterPropagationPolicy
+// (cluster), app-NAMESPACE.NAME (namespace names hold no dots, so shop/a-x and shop-a/x never
+// share one), or the PropagationPolicy app-NAME in its namespace.
+func GeneratedName(app *appsv1alpha1.Application, cluster bool) string {
+	if cluster {
+		return "app-" + app.Namespace + "." + app.Name
+	}
+	return "app-" + app.Name
+}
+
+// selectors select the Application's templates, one per kind.
+func selectors(app *appsv1alpha1.Application, cluster bool) []policyv1alpha1.ResourceSelector {
+	var out []policyv1alpha1.ResourceSelector
+	seen := map[string]bool{}
+	for _, o := range app.Status.Objects {
+		k := o.APIVersion + "/" + o.Kind
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		s := policyv1alpha1.ResourceSelector{APIVersion: o.APIVersion, Kind: o.Kind,
+			LabelSelector: &policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{appsv1alpha1.ApplicationLabel: policyv1alpha1.LabelValue(app.Name)}}}
+		if cluster {
+			s.Namespace = app.Namespace
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b policyv1alpha1.ResourceSelector) int {
+		return cmp.Or(cmp.Compare(a.APIVersion, b.APIVersion), cmp.Compare(a.Kind, b.Kind))
+	})
+	if len(out) > 64 {
+		out = out[:64]
+	}
+	return out
+}
+
+// affinity is one target's clusterSelector as it stands, so relabelling a cluster needs no
+// rewrite of the placement (the scheduler follows cluster labels); several targets' union is
+// their clusters by name.
+func affinity(ts []target, clusters []string) *policyv1alpha1.ClusterAffinity {
+	if len(ts) == 1 {
+		return &policyv1alpha1.ClusterAffinity{LabelSelector: ts[0].spec.ClusterSelector.DeepCopy()}
+	}
+	return &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}
 }
