@@ -43,7 +43,6 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
-	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
 const inFlightPerMember = 32
@@ -682,7 +681,7 @@ func StartFleet(ctx context.Context, binDir, flotillaBin string, crds []byte, me
 		cleanup()
 		return nil, nil, err
 	}
-	if err := registration.JoinLocalFleet(ctx, c, lf, nil, 5*time.Minute); err != nil {
+	if err := lf.Join(ctx, c, nil, 5*time.Minute); err != nil {
 		cleanup()
 		return nil, nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/bench"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
-	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
 func newBenchCommand(g *globals) *cobra.Command {
@@ -260,7 +259,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlag
 	if err != nil {
 		return err
 	}
-	if err := registration.JoinLocalFleet(ctx, c, lf, nil, 5*time.Minute); err != nil {
+	if err := lf.Join(ctx, c, nil, 5*time.Minute); err != nil {
 		return err
 	}
 	total := time.Since(start)

@@ -15,7 +15,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
-	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
 func crdYAML() []byte { return crd.YAML() }
@@ -156,7 +155,7 @@ func newUpCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := registration.JoinLocalFleet(cmd.Context(), c, lf, out, readyTimeout); err != nil {
+			if err := lf.Join(cmd.Context(), c, out, readyTimeout); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "fleet ready in %.1fs: %d members joined and Ready\n", time.Since(start).Seconds(), len(lf.Fleet().Members))

@@ -26,7 +26,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/cli"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
-	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
 // Probe settings of the test fleet's controller-manager: a member is NotReady after about
@@ -138,7 +137,7 @@ func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet) (*loc
 	if err != nil {
 		return lf, err
 	}
-	return lf, registration.JoinLocalFleet(ctx, c, lf, os.Stdout, 3*time.Minute)
+	return lf, lf.Join(ctx, c, os.Stdout, 3*time.Minute)
 }
 
 func controlPlaneClient(lf *localfleet.LocalFleet) (client.Client, error) {

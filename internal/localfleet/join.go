@@ -1,4 +1,4 @@
-package registration
+package localfleet
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
-// JoinLocalFleet joins (or re-joins, keeping endpoints current after a restart) every member of
+// Join joins (or re-joins, keeping endpoints current after a restart) every member of
 // a local fleet and waits until each is Ready, printing a line per member.
-func JoinLocalFleet(ctx context.Context, c client.Client, f *localfleet.LocalFleet, out io.Writer, timeout time.Duration) error {
+func (f *LocalFleet) Join(ctx context.Context, c client.Client, out io.Writer, timeout time.Duration) error {
 	start := time.Now()
 	for _, m := range f.Fleet().Members {
 		// Flotilla's own identity in the member, not the fleet's admin certificate.
@@ -23,12 +23,12 @@ func JoinLocalFleet(ctx context.Context, c client.Client, f *localfleet.LocalFle
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.Name, err)
 		}
-		if _, err := Join(ctx, c, JoinOptions{Name: m.Name, Kubeconfig: kc, Labels: m.Labels, Overwrite: true,
+		if _, err := registration.Join(ctx, c, registration.JoinOptions{Name: m.Name, Kubeconfig: kc, Labels: m.Labels, Overwrite: true,
 			Description: m.Description, ShortName: m.ShortName, Environment: m.Environment}); err != nil {
 			return err
 		}
 	}
-	err := WaitReady(ctx, c, f.Fleet().Names(), timeout, func(cl *clusterv1alpha1.Cluster) {
+	err := registration.WaitReady(ctx, c, f.Fleet().Names(), timeout, func(cl *clusterv1alpha1.Cluster) {
 		if out != nil {
 			fmt.Fprintf(out, "  ✓ %-34s Ready after %.1fs (%s, %d nodes)\n", "cluster/"+cl.Name, time.Since(start).Seconds(), cl.Status.KubernetesVersion, cl.Status.NodeSummary.Ready)
 		}
