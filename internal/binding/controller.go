@@ -69,7 +69,6 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/match"
@@ -78,6 +77,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/revision"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/traffic"
+	"github.com/flotilla-dev/flotilla/internal/workloadstatus"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
@@ -1206,7 +1206,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 
 	if sc := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); len(bs.Clusters) == 0 && sc != nil && sc.Status == metav1.ConditionFalse {
 		// No cluster can run it: the template says so, and tools waiting on it stop waiting.
-		return 0, detector.WriteUnplacedStatus(ctx, c.Client, tmpl, sc.Reason, "no cluster can run it: "+sc.Message, true)
+		return 0, workloadstatus.WriteUnplaced(ctx, c.Client, tmpl, sc.Reason, "no cluster can run it: "+sc.Message, true)
 	}
 	if agg == nil {
 		return 0, nil // not every member reported yet, or the kind's status is not aggregated
