@@ -21,9 +21,10 @@ generate: tools ## Regenerate deepcopy code and CRD YAML from the API types
 	$(BIN)/controller-gen object paths=./api/... 
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
 
-verify: generate ## Fail when generated files or formatting are out of date
+verify: generate ## Fail when generated files or formatting are out of date, or a layout rule is broken (hack/shape)
 	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test config)" || { gofmt -l api cmd internal test config; echo "run gofmt -w"; exit 1; }
+	go run ./hack/shape
 
 lint: ## Vet and format-check the code
 	go vet ./...

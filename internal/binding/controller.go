@@ -405,201 +405,314 @@ func (c *Controller) works(ctx context.Context, b workv1alpha1.Binding) ([]workv
 	return list.Items, err
 }
 
-// Reconcile renders the binding's Works and gathers their status.
+// pass is what one reconcile of a binding works with: the binding, its template read once,
+// what the template's kind means, and the Works it has.
+type pass struct {
+	b     workv1alpha1.Binding
+	bs    *workv1alpha1.ResourceBindingSpec
+	tmpl  *unstructured.Unstructured
+	in    interpret.Interpreter
+	works []workv1alpha1.Work
+	// hasReplicas, replicasErr: what the interpreter said of the template's replicas.
+	hasReplicas bool
+	replicasErr error
+	// existing are the Works of the clusters the binding still targets, by cluster.
+	existing map[string]*workv1alpha1.Work
+}
+
+// written is what writing the Works came to.
+type written struct {
+	// any: a Work was created or changed, so the executor's report brings the binding back.
+	any bool
+	// terminating: a Work is being deleted; its replacement is written once it is gone.
+	terminating bool
+	// renderErrors are the clusters whose Work could not be rendered, with why.
+	renderErrors map[string]string
+	// clusterGone: a target cluster's Cluster is gone; the scheduler places the binding
+	// again, and this pass stops without writing status.
+	clusterGone bool
+}
+
+// Reconcile renders the binding's Works and gathers their status, in phases: load the
+// binding and its template (or finish, refuse, or wait), drop the Works of clusters left,
+// write each target cluster's Work, then report the status of the binding and the template.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p, res, err := c.load(ctx, req)
+	if p == nil || err != nil {
+		return res, err
+	}
+	if err := c.dropLeftWorks(ctx, p); err != nil {
+		return ctrl.Result{}, err
+	}
+	out, err := c.writeWorks(ctx, p)
+	if err != nil || out.clusterGone {
+		return ctrl.Result{}, err
+	}
+	if out.any && len(out.renderErrors) == 0 {
+		// The Works' events bring this binding back once the executor reported; writing
+		// "waiting for the members" now would only cost a write.
+		return ctrl.Result{}, nil
+	}
+	wait, err := c.report(ctx, p, out.renderErrors)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if out.terminating {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// load reads the binding, its Works and its template. A nil pass means the reconcile ends
+// here with the result given: the binding is gone, waits for its own writes or leftovers,
+// is being deleted, or is refused.
+func (c *Controller) load(ctx context.Context, req ctrl.Request) (*pass, ctrl.Result, error) {
 	b := workv1alpha1.NewBinding(req.Namespace, req.Name)
 	if err := c.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forgetWrites(b)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	bs := b.BindingSpec()
 	works, err := c.works(ctx, b)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
-	for i := range works {
-		key := client.ObjectKeyFromObject(&works[i])
-		if v, ok := c.written.Load(key); ok {
-			wrote := v.(writtenWork)
-			if works[i].UID == wrote.uid && works[i].Generation < wrote.generation {
-				return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
-			}
-			c.written.Delete(key) // caught up, or a new Work of that name
-		}
+	if c.behindOwnWrites(works) {
+		return nil, ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	if buried, wait, err := c.buryLeftovers(ctx, b, works); err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	} else if buried || wait > 0 {
-		return ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
+		return nil, ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
-		return c.finalize(ctx, b, works)
+		res, err := c.finalize(ctx, b, works)
+		return nil, res, err
 	}
 	if msg := foreignReference(b); msg != "" {
-		return c.refuse(ctx, b, msg)
+		res, err := c.refuse(ctx, b, msg)
+		return nil, res, err
 	}
 	if !controllerutil.ContainsFinalizer(b, Finalizer) {
 		patch := client.MergeFrom(b.DeepCopyObject().(client.Object))
 		controllerutil.AddFinalizer(b, Finalizer)
 		if err := c.Client.Patch(ctx, b, patch); err != nil {
-			return ctrl.Result{}, err
+			return nil, ctrl.Result{}, err
 		}
 	}
+	tmpl, msg, err := c.template(ctx, b)
+	if err != nil || tmpl == nil {
+		return nil, ctrl.Result{}, err
+	}
+	if msg != "" {
+		res, err := c.refuse(ctx, b, msg)
+		return nil, res, err
+	}
+	bs := b.BindingSpec()
 	gvk := schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
+	p := &pass{b: b, bs: bs, tmpl: tmpl, works: works, in: c.Interpreters.For(gvk)}
+	_, p.hasReplicas, p.replicasErr = p.in.GetReplicas(tmpl)
+	return p, ctrl.Result{}, nil
+}
+
+// behindOwnWrites says whether the cache has not seen a Work this controller wrote yet:
+// rendering from the older copy would write it again.
+func (c *Controller) behindOwnWrites(works []workv1alpha1.Work) bool {
+	for i := range works {
+		key := client.ObjectKeyFromObject(&works[i])
+		if v, ok := c.written.Load(key); ok {
+			wrote := v.(writtenWork)
+			if works[i].UID == wrote.uid && works[i].Generation < wrote.generation {
+				return true
+			}
+			c.written.Delete(key) // caught up, or a new Work of that name
+		}
+	}
+	return false
+}
+
+// template reads the binding's template, or says why the binding is refused. A nil template
+// without a message: it is gone, and its deletion removes the binding.
+func (c *Controller) template(ctx context.Context, b workv1alpha1.Binding) (*unstructured.Unstructured, string, error) {
+	bs := b.BindingSpec()
 	tmpl := &unstructured.Unstructured{}
-	tmpl.SetGroupVersionKind(gvk)
+	tmpl.SetGroupVersionKind(schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind))
 	// The client drops the namespace of a cluster-scoped kind: without this check a binding in a
 	// namespace could name a ClusterRole and have it written to every member.
 	// (A kind the control plane does not serve has no scope; reading it fails below.)
 	if namespaced, err := c.Client.IsObjectNamespaced(tmpl); err != nil && !meta.IsNoMatchError(err) {
-		return ctrl.Result{}, err
+		return nil, "", err
 	} else if err == nil {
 		if msg := scopeMismatch(b, namespaced); msg != "" {
-			return c.refuse(ctx, b, msg)
+			return tmpl, msg, nil
 		}
 	}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: bs.Resource.Namespace, Name: bs.Resource.Name}, tmpl); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err) // the template's deletion removes the binding
+		return nil, "", client.IgnoreNotFound(err)
 	}
-	if msg, err := c.unplacedBy(ctx, b, tmpl); err != nil {
-		return ctrl.Result{}, err
-	} else if msg != "" {
-		return c.refuse(ctx, b, msg)
-	}
-	in := c.Interpreters.For(gvk)
-	_, hasReplicas, replicasErr := in.GetReplicas(tmpl)
+	msg, err := c.unplacedBy(ctx, b, tmpl)
+	return tmpl, msg, err
+}
 
-	targets := map[string]workv1alpha1.TargetCluster{}
-	for _, t := range bs.Clusters {
-		if slices.Contains(bs.UnmanagedClusters, t.Name) {
-			continue // handed back: no Work, no status
+// dropLeftWorks deletes the Works of clusters the binding no longer targets (those being
+// evicted stay until their replacement is available) and hands back the Works of clusters
+// handed back to unmanaged; it leaves in p.existing the Works of the clusters still targeted.
+func (c *Controller) dropLeftWorks(ctx context.Context, p *pass) error {
+	targets := map[string]bool{}
+	for _, t := range p.bs.Clusters {
+		if !slices.Contains(p.bs.UnmanagedClusters, t.Name) { // handed back: no Work, no status
+			targets[t.Name] = true
 		}
-		targets[t.Name] = t
 	}
-	existing := map[string]*workv1alpha1.Work{}
-	for i := range works {
-		w := &works[i]
+	p.existing = map[string]*workv1alpha1.Work{}
+	for i := range p.works {
+		w := &p.works[i]
 		cluster := w.Labels[workv1alpha1.ClusterLabel]
-		c.hadWork.Store(workKey(b, cluster), true)
-		if _, ok := targets[cluster]; !ok {
-			if task, evicting := bs.EvictionFor(cluster); evicting && task.PurgeMode != workv1alpha1.PurgeImmediately {
-				continue // the old placement stays until its replacement is available
-			}
-			if !w.DeletionTimestamp.IsZero() {
-				continue
-			}
-			if slices.Contains(bs.UnmanagedClusters, cluster) {
-				if err := c.handBack(ctx, w); err != nil {
-					return ctrl.Result{}, err
-				}
-				continue
-			}
-			if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
+		c.hadWork.Store(workKey(p.b, cluster), true)
+		if targets[cluster] {
+			p.existing[cluster] = w
+			continue
+		}
+		if task, evicting := p.bs.EvictionFor(cluster); evicting && task.PurgeMode != workv1alpha1.PurgeImmediately {
+			continue // the old placement stays until its replacement is available
+		}
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if slices.Contains(p.bs.UnmanagedClusters, cluster) {
+			if err := c.handBack(ctx, w); err != nil {
+				return err
 			}
 			continue
 		}
-		existing[cluster] = w
+		if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
 	}
-	rules, err := c.overrideRules(ctx, tmpl)
+	return nil
+}
+
+// writeWorks renders and writes the Work of every cluster the binding targets.
+func (c *Controller) writeWorks(ctx context.Context, p *pass) (written, error) {
+	out := written{renderErrors: map[string]string{}}
+	rules, err := c.overrideRules(ctx, p.tmpl)
 	if err != nil {
-		return ctrl.Result{}, err
+		return out, err
 	}
-	routed, err := c.routedBy(ctx, b, tmpl)
+	routed, err := c.routedBy(ctx, p.b, p.tmpl)
 	if re := (*renderError)(nil); errors.As(err, &re) {
 		routed = []trafficSource{{err: re}} // every cluster's Work reports it
 	} else if err != nil {
-		return ctrl.Result{}, err
+		return out, err
 	}
-	renderErrors := map[string]string{}
-	worksWritten, terminating := false, false
 	revisions := map[int64]*unstructured.Unstructured{}
-	for _, t := range bs.Clusters {
-		if slices.Contains(bs.UnmanagedClusters, t.Name) {
+	for _, t := range p.bs.Clusters {
+		if slices.Contains(p.bs.UnmanagedClusters, t.Name) {
 			continue // handed back: no Work, no status
 		}
-		cl := &clusterv1alpha1.Cluster{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+		wrote, err := c.writeClusterWork(ctx, p, t, rules, routed, revisions, &out)
+		if out.clusterGone {
+			return out, nil
 		}
-		if !cl.DeletionTimestamp.IsZero() {
-			continue // unjoining: its finalizer drains the Works, none is written again
-		}
-		var overriders []namedOverriders
-		for _, r := range rules {
-			if match.Cluster(r.TargetCluster, cl) {
-				overriders = append(overriders, namedOverriders{r.policy, r.Overriders})
-			}
-		}
-		if bs.Suspended(t.Name) {
-			// Nothing new reaches the member; the executor stops writing and keeps reporting.
-			if w := existing[t.Name]; w != nil && !w.Spec.Suspend {
-				patch := client.MergeFrom(w.DeepCopy())
-				w.Spec.Suspend = true
-				if err := c.Client.Patch(ctx, w, patch); err != nil {
-					return ctrl.Result{}, err
-				}
-			}
-			continue
-		}
-		if notYet, err := c.notReachedYet(ctx, b, t.Name, len(works) > 0); err != nil {
-			return ctrl.Result{}, err
-		} else if notYet {
-			// A staged first release has not reached this cluster: a live object there stays
-			// unmanaged, and one handed back by a rollback is released, never deleted.
-			if w := existing[t.Name]; w != nil && w.DeletionTimestamp.IsZero() {
-				if err := c.handBack(ctx, w); err != nil {
-					return ctrl.Result{}, err
-				}
-			}
-			delete(existing, t.Name)
-			continue
-		}
-		source, rev, err := c.sourceFor(ctx, b, tmpl, t.Name, revisions)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		var canary *canarySource
-		if pin, ok := bs.Revisions.CanaryFor(t.Name); ok && hasReplicas {
-			src, err := c.revisionSource(ctx, b, tmpl, pin.Revision, revisions)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			canary = &canarySource{template: src, replicas: min(pin.Replicas, t.Replicas)}
-			if bs.Revisions.Traffic != nil {
-				// Routed or blue-green: the route or the Service decides who gets the
-				// requests, so the primary keeps its full share beside the canary.
-				canary.replicas = pin.Replicas
-			} else if pin.Revision != rev {
-				t.Replicas -= canary.replicas // the canary's replicas come out of the cluster's share
-			} // else the primary took the canary's revision: at full share until the canary goes
-		}
-		if w := existing[t.Name]; w != nil && !w.DeletionTimestamp.IsZero() {
-			// Never rewrite a Work being deleted (its deletion policy decides what happens to
-			// the member objects); the new one is written once it is gone.
-			terminating = true
-			continue
-		}
-		written, err := c.ensureWork(ctx, b, source, rev, canary, in, hasReplicas, t, overriders, routed, existing[t.Name])
 		if err != nil {
 			var re *renderError
 			if !errors.As(err, &re) {
-				return ctrl.Result{}, err
+				return out, err
 			}
-			renderErrors[t.Name] = err.Error()
+			out.renderErrors[t.Name] = err.Error()
 		}
-		worksWritten = worksWritten || written
+		out.any = out.any || wrote
 	}
-	if worksWritten && len(renderErrors) == 0 {
-		// The Works' events bring this binding back once the executor reported; writing
-		// "waiting for the members" now would only cost a write.
-		return ctrl.Result{}, nil
+	return out, nil
+}
+
+// writeClusterWork writes one cluster's Work: suspended, not reached yet by a staged first
+// release, or rendered from the revision the cluster runs (and its canary's) with the
+// cluster's overrides and routes. It reports whether it wrote.
+func (c *Controller) writeClusterWork(ctx context.Context, p *pass, t workv1alpha1.TargetCluster, rules []namedRule, routed []trafficSource,
+	revisions map[int64]*unstructured.Unstructured, out *written) (bool, error) {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
+		out.clusterGone = apierrors.IsNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
+	if !cl.DeletionTimestamp.IsZero() {
+		return false, nil // unjoining: its finalizer drains the Works, none is written again
+	}
+	var overriders []namedOverriders
+	for _, r := range rules {
+		if match.Cluster(r.TargetCluster, cl) {
+			overriders = append(overriders, namedOverriders{r.policy, r.Overriders})
+		}
+	}
+	existing := p.existing[t.Name]
+	if p.bs.Suspended(t.Name) {
+		// Nothing new reaches the member; the executor stops writing and keeps reporting.
+		if existing != nil && !existing.Spec.Suspend {
+			patch := client.MergeFrom(existing.DeepCopy())
+			existing.Spec.Suspend = true
+			return false, c.Client.Patch(ctx, existing, patch)
+		}
+		return false, nil
+	}
+	if notYet, err := c.notReachedYet(ctx, p.b, t.Name, len(p.works) > 0); err != nil || notYet {
+		if err == nil && existing != nil && existing.DeletionTimestamp.IsZero() {
+			// A staged first release has not reached this cluster: a live object there stays
+			// unmanaged, and one handed back by a rollback is released, never deleted.
+			err = c.handBack(ctx, existing)
+		}
+		delete(p.existing, t.Name)
+		return false, err
+	}
+	source, rev, err := c.sourceFor(ctx, p.b, p.tmpl, t.Name, revisions)
+	if err != nil {
+		return false, err
+	}
+	canary, err := c.canaryOf(ctx, p, &t, rev, revisions)
+	if err != nil {
+		return false, err
+	}
+	if existing != nil && !existing.DeletionTimestamp.IsZero() {
+		// Never rewrite a Work being deleted (its deletion policy decides what happens to
+		// the member objects); the new one is written once it is gone.
+		out.terminating = true
+		return false, nil
+	}
+	return c.ensureWork(ctx, p.b, source, rev, canary, p.in, p.hasReplicas, t, overriders, routed, existing)
+}
+
+// canaryOf is the canary a release pinned to the cluster, if any, taking its replicas out of
+// the cluster's share t when the two run different revisions without routing.
+func (c *Controller) canaryOf(ctx context.Context, p *pass, t *workv1alpha1.TargetCluster, rev int64, revisions map[int64]*unstructured.Unstructured) (*canarySource, error) {
+	pin, ok := p.bs.Revisions.CanaryFor(t.Name)
+	if !ok || !p.hasReplicas {
+		return nil, nil
+	}
+	src, err := c.revisionSource(ctx, p.b, p.tmpl, pin.Revision, revisions)
+	if err != nil {
+		return nil, err
+	}
+	canary := &canarySource{template: src, replicas: min(pin.Replicas, t.Replicas)}
+	if p.bs.Revisions.Traffic != nil {
+		// Routed or blue-green: the route or the Service decides who gets the
+		// requests, so the primary keeps its full share beside the canary.
+		canary.replicas = pin.Replicas
+	} else if pin.Revision != rev {
+		t.Replicas -= canary.replicas // the canary's replicas come out of the cluster's share
+	} // else the primary took the canary's revision: at full share until the canary goes
+	return canary, nil
+}
+
+// report writes the status of the binding and of its template from the Works, and says when
+// to look again.
+func (c *Controller) report(ctx context.Context, p *pass, renderErrors map[string]string) (time.Duration, error) {
 	var interpretErrors []string
-	if replicasErr != nil {
-		interpretErrors = append(interpretErrors, replicasErr.Error())
+	if p.replicasErr != nil {
+		interpretErrors = append(interpretErrors, p.replicasErr.Error())
 	}
 	for cluster, msg := range renderErrors {
 		if strings.Contains(msg, "interpreter customization ") {
@@ -607,21 +720,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	sort.Strings(interpretErrors)
-	ro, err := c.rolloutOf(ctx, b, tmpl, in)
+	ro, err := c.rolloutOf(ctx, p.b, p.tmpl, p.in)
 	if err != nil {
-		return ctrl.Result{}, err
+		return 0, err
 	}
-	wait, err := c.aggregate(ctx, b, tmpl, in, ro, existing, renderErrors, interpretErrors)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	if terminating {
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
-	}
-	return ctrl.Result{}, nil
+	return c.aggregate(ctx, p.b, p.tmpl, p.in, ro, p.existing, renderErrors, interpretErrors)
 }
 
 // handBack deletes a Work so that the executor strips Flotilla's marks from its member

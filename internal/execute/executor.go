@@ -217,71 +217,17 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	w := &workv1alpha1.Work{}
 	if err := e.Client.Get(ctx, req.NamespacedName, w); err != nil {
 		if apierrors.IsNotFound(err) {
-			e.applied.Delete(req.NamespacedName)
-			e.dirtySince.Delete(req.NamespacedName)
-			e.forgetWork(req.NamespacedName)
+			e.forgetAll(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	cluster := w.Labels[workv1alpha1.ClusterLabel]
-	log := ctrl.LoggerFrom(ctx).WithValues("cluster", cluster, "work", req.String())
 	health, connected := e.Members.Health(cluster)
 	// Unknown (not probed yet, just after a restart) is not a failure: the Works say what they
 	// said, and a member that really is down fails its calls within the timeout.
 	reachable := connected && health.Readiness != clustercache.ReadinessNotReady
-
 	if !w.DeletionTimestamp.IsZero() {
-		if !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
-			return ctrl.Result{}, nil
-		}
-		policy := w.Spec.DeletionPolicy
-		unjoining, clusterPolicy := e.clusterUnjoining(ctx, cluster)
-		switch {
-		case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionRelease:
-			policy = workv1alpha1.DeletionRelease
-		case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionDelete:
-			policy = "Delete" // the cluster's rule wins over the binding's Orphan
-		}
-		switch {
-		case w.Spec.Suspend:
-			// Suspended means no writes at all, deletes included: the objects stay as they are.
-			log.Info("Work deleted while suspended; its member objects are left in place")
-		case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionOrphan:
-			// The cluster leaves the fleet and keeps what runs there.
-			log.Info("Cluster unjoined with deletionPolicy Orphan; its objects are left in place")
-		case unjoining && !reachable:
-			// An unjoined member that does not answer would hold its Cluster for ever: what
-			// runs there stays, and the event says so.
-			log.Info("Cluster unjoined but not reachable; its objects are left in place", "deletionPolicy", clusterPolicy)
-			if e.Recorder != nil {
-				e.Recorder.Eventf(&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, nil, corev1.EventTypeWarning, "LeftInPlace", "Unjoin",
-					"cluster %s does not answer: its objects are left in place instead of %s", cluster, clusterPolicy)
-			}
-		case policy == workv1alpha1.DeletionRelease && !connected:
-			log.Info("Cluster gone; nothing to hand back", "cluster", cluster)
-		case policy == workv1alpha1.DeletionRelease:
-			if !reachable {
-				return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-			}
-			if err := e.releaseObjects(ctx, cluster, w); err != nil {
-				return ctrl.Result{}, err
-			}
-		case policy != "Orphan":
-			if !connected {
-				// The cluster was unjoined: nobody can reach its objects any more.
-				log.Info("Cluster gone; leaving its objects", "cluster", cluster)
-			} else if !reachable {
-				return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-			} else if err := e.deleteObjects(ctx, cluster, w); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		e.applied.Delete(req.NamespacedName)
-		e.dirtySince.Delete(req.NamespacedName)
-		e.forgetWork(req.NamespacedName)
-		patch := client.MergeFrom(w.DeepCopy())
-		controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
-		return ctrl.Result{}, client.IgnoreNotFound(e.Client.Patch(ctx, w, patch))
+		return e.remove(ctx, req.NamespacedName, cluster, w, connected, reachable)
 	}
 	if !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
 		patch := client.MergeFrom(w.DeepCopy())
@@ -290,43 +236,119 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
-
 	status := w.Status.DeepCopy()
-	var result ctrl.Result
-	if !reachable {
-		setApplied(status, w, metav1.ConditionFalse, "ClusterNotReady", fmt.Sprintf("cluster %s is not Ready; the Work waits for it", cluster))
-		result.RequeueAfter = 15 * time.Second
-	} else if after, err := e.apply(ctx, req.NamespacedName, cluster, w, status); errors.Is(err, errStaleWork) {
+	result, stale := e.applyWork(ctx, req.NamespacedName, cluster, w, status, reachable)
+	if stale {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
-	} else if err != nil {
-		var conflict *conflictError
-		var retain *retainError
-		switch {
-		case errors.As(err, &conflict):
-			setApplied(status, w, metav1.ConditionFalse, "Conflict", err.Error())
-		case errors.As(err, &retain):
-			// Nothing was applied: the interpreter failed, and says so on the Work and its binding.
-			setApplied(status, w, metav1.ConditionFalse, "InterpreterError", err.Error())
-			meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionFalse,
-				Reason: "InterpreterError", Message: truncate(err.Error(), 4096), ObservedGeneration: w.Generation})
-			result.RequeueAfter = 10 * time.Second
-		default:
-			setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
-			result.RequeueAfter = 10 * time.Second
-		}
-	} else if after > 0 {
-		result.RequeueAfter = after
 	}
 	summarize(status, w.Generation)
+	return e.writeStatus(ctx, req.NamespacedName, w, status, result)
+}
+
+// forgetAll drops what the executor remembers of a Work that is gone.
+func (e *Executor) forgetAll(key types.NamespacedName) {
+	e.applied.Delete(key)
+	e.dirtySince.Delete(key)
+	e.forgetWork(key)
+}
+
+// remove carries out a deleted Work's deletion policy (or the unjoining cluster's) on its
+// member objects, then lets the Work go.
+func (e *Executor) remove(ctx context.Context, key types.NamespacedName, cluster string, w *workv1alpha1.Work, connected, reachable bool) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", cluster, "work", key.String())
+	if !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	policy := w.Spec.DeletionPolicy
+	unjoining, clusterPolicy := e.clusterUnjoining(ctx, cluster)
+	switch {
+	case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionRelease:
+		policy = workv1alpha1.DeletionRelease
+	case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionDelete:
+		policy = "Delete" // the cluster's rule wins over the binding's Orphan
+	}
+	switch {
+	case w.Spec.Suspend:
+		// Suspended means no writes at all, deletes included: the objects stay as they are.
+		log.Info("Work deleted while suspended; its member objects are left in place")
+	case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionOrphan:
+		// The cluster leaves the fleet and keeps what runs there.
+		log.Info("Cluster unjoined with deletionPolicy Orphan; its objects are left in place")
+	case unjoining && !reachable:
+		// An unjoined member that does not answer would hold its Cluster for ever: what
+		// runs there stays, and the event says so.
+		log.Info("Cluster unjoined but not reachable; its objects are left in place", "deletionPolicy", clusterPolicy)
+		if e.Recorder != nil {
+			e.Recorder.Eventf(&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, nil, corev1.EventTypeWarning, "LeftInPlace", "Unjoin",
+				"cluster %s does not answer: its objects are left in place instead of %s", cluster, clusterPolicy)
+		}
+	case policy == workv1alpha1.DeletionRelease && !connected:
+		log.Info("Cluster gone; nothing to hand back", "cluster", cluster)
+	case policy == workv1alpha1.DeletionRelease:
+		if !reachable {
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		}
+		if err := e.releaseObjects(ctx, cluster, w); err != nil {
+			return ctrl.Result{}, err
+		}
+	case policy != "Orphan":
+		if !connected {
+			// The cluster was unjoined: nobody can reach its objects any more.
+			log.Info("Cluster gone; leaving its objects", "cluster", cluster)
+		} else if !reachable {
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		} else if err := e.deleteObjects(ctx, cluster, w); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	e.forgetAll(key)
+	patch := client.MergeFrom(w.DeepCopy())
+	controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(e.Client.Patch(ctx, w, patch))
+}
+
+// applyWork applies the Work when its cluster is reachable and records the outcome in
+// status. stale: the Work read is older than one already applied; look again shortly.
+func (e *Executor) applyWork(ctx context.Context, key types.NamespacedName, cluster string, w *workv1alpha1.Work, status *workv1alpha1.WorkStatus, reachable bool) (result ctrl.Result, stale bool) {
+	if !reachable {
+		setApplied(status, w, metav1.ConditionFalse, "ClusterNotReady", fmt.Sprintf("cluster %s is not Ready; the Work waits for it", cluster))
+		return ctrl.Result{RequeueAfter: 15 * time.Second}, false
+	}
+	after, err := e.apply(ctx, key, cluster, w, status)
+	var conflict *conflictError
+	var retain *retainError
+	switch {
+	case errors.Is(err, errStaleWork):
+		return ctrl.Result{}, true
+	case err == nil:
+		result.RequeueAfter = max(after, 0)
+	case errors.As(err, &conflict):
+		setApplied(status, w, metav1.ConditionFalse, "Conflict", err.Error())
+	case errors.As(err, &retain):
+		// Nothing was applied: the interpreter failed, and says so on the Work and its binding.
+		setApplied(status, w, metav1.ConditionFalse, "InterpreterError", err.Error())
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionFalse,
+			Reason: "InterpreterError", Message: truncate(err.Error(), 4096), ObservedGeneration: w.Generation})
+		result.RequeueAfter = 10 * time.Second
+	default:
+		setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
+		result.RequeueAfter = 10 * time.Second
+	}
+	return result, false
+}
+
+// writeStatus writes the Work's status once it has settled: a change waits statusSettle
+// (less for a released revision) so that a member coming up writes once, not at every step.
+func (e *Executor) writeStatus(ctx context.Context, key types.NamespacedName, w *workv1alpha1.Work, status *workv1alpha1.WorkStatus, result ctrl.Result) (ctrl.Result, error) {
 	if apiequality.Semantic.DeepEqual(status, &w.Status) {
-		e.dirtySince.Delete(req.NamespacedName)
+		e.dirtySince.Delete(key)
 		return result, nil
 	}
 	settle := statusSettle
 	if _, released := w.Labels[workv1alpha1.RevisionLabel]; released {
 		settle = releasedStatusSettle
 	}
-	first, _ := e.dirtySince.LoadOrStore(req.NamespacedName, time.Now())
+	first, _ := e.dirtySince.LoadOrStore(key, time.Now())
 	if wait := settle - time.Since(first.(time.Time)); wait > 0 {
 		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 			result.RequeueAfter = wait
@@ -342,7 +364,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := e.Client.Status().Patch(ctx, w, patch); err != nil {
 		return ctrl.Result{}, err
 	}
-	e.dirtySince.Delete(req.NamespacedName)
+	e.dirtySince.Delete(key)
 	return result, nil
 }
 

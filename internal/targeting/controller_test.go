@@ -57,4 +57,3 @@ func tier(t policyv1alpha1.LabelValue) policyv1alpha1.LabelSelector {
 func regionIn(regions ...string) policyv1alpha1.LabelSelector {
 	return policyv1alpha1.LabelSelector{MatchExpressions: []policyv1alpha1.LabelSelectorRequirement{{Key: "region", Operator: "In", Values: regions}}}
 }
-
