@@ -56,153 +56,38 @@ func (c *Controller) report(ctx context.Context, p *pass, renderErrors map[strin
 
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
 
+// gathered is what the Works of a binding report, cluster by cluster.
+type gathered struct {
+	clusters   []workv1alpha1.ClusterStatus
+	overall    workv1alpha1.Health
+	allApplied bool
+	// members are the clusters' object statuses, for the interpreter to aggregate.
+	members []interpret.MemberStatus
+	// problems are why clusters are not applied; interpretErrors what the interpreter failed
+	// at; drifted the Drifted=True messages of the Works (driftCorrection mode Report).
+	problems, interpretErrors, drifted []string
+}
+
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
 func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) (time.Duration, error) {
 	bs := b.BindingSpec()
 	if _, decided := workv1alpha1.ScheduleOf(b); !decided && len(bs.Clusters) == 0 {
 		return 0, nil // the scheduler has not decided yet: nothing to report, no write
 	}
+	g := c.gather(ctx, b, ro, works, renderErrors)
+	g.interpretErrors = append(interpretErrors, g.interpretErrors...)
 	status := b.BindingStatus().DeepCopy()
 	status.ObservedGeneration = b.GetGeneration()
-	status.Clusters = nil
-	overall := workv1alpha1.HealthHealthy
-	allApplied := len(bs.Clusters) > 0
-	var members []interpret.MemberStatus
-	var problems []string
-	var drifted []string // Drifted=True messages of the Works (driftCorrection mode Report)
-	for _, t := range bs.Clusters {
-		if slices.Contains(bs.UnmanagedClusters, t.Name) {
-			continue // handed back: no Work, no status
-		}
-		cs := workv1alpha1.ClusterStatus{Cluster: t.Name, Health: workv1alpha1.HealthUnknown}
-		if w, ok := works[t.Name]; ok {
-			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
-			cs.Applied = applied != nil && applied.Status == metav1.ConditionTrue
-			if applied != nil && !cs.Applied {
-				cs.Message = applied.Message
-				problems = append(problems, t.Name+": "+applied.Message)
-			}
-			if w.Status.Health != "" {
-				cs.Health = w.Status.Health
-			}
-			// The revision counts as running once the Work's current spec is applied.
-			observed := cs.Applied && applied.ObservedGeneration == w.Generation
-			if cs.Applied && !observed && cs.Health == workv1alpha1.HealthHealthy {
-				// A new render is on its way: the health read is the previous one's, and a
-				// Service must not narrow to pods that are not relabelled yet on its word.
-				cs.Health = workv1alpha1.HealthProgressing
-			}
-			if observed {
-				cs.Revision, _ = strconv.ParseInt(w.Labels[workv1alpha1.RevisionLabel], 10, 64)
-				if _, ok := bs.Revisions.CanaryFor(t.Name); ok {
-					cs.CanaryHealth = workv1alpha1.HealthUnknown
-					for _, o := range w.Status.Objects {
-						if o.Name == render.CanaryName(bs.Resource.Name) && o.Kind == bs.Resource.Kind {
-							cs.CanaryHealth = o.Health
-						}
-					}
-				}
-			}
-			if ic := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionInterpreted); ic != nil && ic.Status == metav1.ConditionFalse {
-				interpretErrors = append(interpretErrors, t.Name+": "+ic.Message)
-				if cs.Message == "" {
-					cs.Message = ic.Message
-				}
-			}
-			if w.Status.AppliedHash != "" {
-				cs.LastApplied = lastApplied(w)
-			}
-			cs.Drift = w.Status.Drift.DeepCopy()
-			if dc := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionDrifted); dc != nil && dc.Status == metav1.ConditionTrue {
-				drifted = append(drifted, dc.Message)
-			}
-			cs.Status = w.Status.ManifestStatus
-			if cs.Health == workv1alpha1.HealthDegraded && cs.Message == "" {
-				cs.Message = failingConditions(w.Status.ManifestStatus)
-			}
-			if w.Status.ManifestStatus != nil {
-				m := map[string]any{}
-				if json.Unmarshal(w.Status.ManifestStatus.Raw, &m) == nil {
-					members = append(members, interpret.MemberStatus{Cluster: t.Name, Status: m, Applied: cs.Applied, Health: cs.Health,
-						Revision: cs.Revision, Observed: observed, Current: ro.current(b, cs, observed)})
-				}
-			}
-		}
-		if _, had := c.hadWork.Load(workKey(b, t.Name)); cs.LastApplied == nil && !had {
-			// This process has had no Work there yet (it just started): what the member
-			// last got stays on record until one reports.
-			cs.LastApplied = previousApplied(b, t.Name)
-		}
-		if msg, bad := renderErrors[t.Name]; bad {
-			cs.Applied, cs.Message = false, msg
-			problems = append(problems, msg)
-		}
-		if !cs.Applied {
-			allApplied = false
-		}
-		c.clusterState(ctx, b, &cs)
-		if healthRank[cs.Health] > healthRank[overall] {
-			overall = cs.Health
-		}
-		status.Clusters = append(status.Clusters, cs)
-	}
-	sort.Slice(status.Clusters, func(i, j int) bool { return status.Clusters[i].Cluster < status.Clusters[j].Cluster })
-	if len(bs.Clusters) == 0 {
-		overall = workv1alpha1.HealthUnknown
-	}
-	status.Health = overall
-	applied := metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied in every target cluster", ObservedGeneration: b.GetGeneration()}
-	if !allApplied {
-		applied.Status, applied.Reason, applied.Message = metav1.ConditionFalse, "NotApplied", "waiting for the members"
-		if len(problems) > 0 {
-			applied.Reason, applied.Message = "ApplyFailed", fmt.Sprint(problems)
-		}
-	}
-	meta.SetStatusCondition(&status.Conditions, applied)
-	meta.RemoveStatusCondition(&status.Conditions, conditionStalled) // no longer refused
-	healthy := metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: string(overall), Message: "health across clusters: " + string(overall), ObservedGeneration: b.GetGeneration()}
-	if overall == workv1alpha1.HealthHealthy {
-		healthy.Status = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&status.Conditions, healthy)
-
+	status.Clusters, status.Health = g.clusters, g.overall
 	var agg map[string]any
-	if len(members) == len(status.Clusters) { // every member reported
+	if len(g.members) == len(status.Clusters) { // every member reported
 		var err error
-		if agg, err = in.AggregateStatus(tmpl, members); err != nil {
-			interpretErrors = append(interpretErrors, err.Error())
+		if agg, err = in.AggregateStatus(tmpl, g.members); err != nil {
+			g.interpretErrors = append(g.interpretErrors, err.Error())
 			agg = nil
 		}
 	}
-	interpreted := metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionTrue, Reason: "Interpreted",
-		Message: "every interpreter call succeeded", ObservedGeneration: b.GetGeneration()}
-	if len(interpretErrors) > 0 {
-		msg := strings.Join(interpretErrors, "; ")
-		if len(msg) > 4096 {
-			msg = msg[:4093] + "..."
-		}
-		interpreted.Status, interpreted.Reason, interpreted.Message = metav1.ConditionFalse, "InterpreterError", msg
-		if old := meta.FindStatusCondition(b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted); c.Recorder != nil && (old == nil || old.Message != msg) {
-			c.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "InterpreterError", "Interpret", "%s", msg)
-		}
-	}
-	meta.SetStatusCondition(&status.Conditions, interpreted)
-	if len(drifted) > 0 {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "Drifted",
-			Message: truncateMessage(strings.Join(drifted, "; ")), ObservedGeneration: b.GetGeneration()})
-	} else if meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionDrifted) != nil {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "InSync",
-			Message: "the member objects match the manifests", ObservedGeneration: b.GetGeneration()})
-	}
-	if s, ok := workv1alpha1.ScheduleOf(b); ok {
-		// The scheduler's outcome, written with the clusters it chose; reported here, in this
-		// controller's one status write.
-		sc := metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: s.Reason, Message: truncateMessage(s.Message), ObservedGeneration: s.Generation}
-		if s.Placed {
-			sc.Status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&status.Conditions, sc)
-	}
+	c.setConditions(b, status, g)
 	summarize(status, len(bs.Clusters) > 0, b.GetGeneration())
 	c.Board.Put(b, status)
 	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) && !c.wroteAlready(b, status)
@@ -216,7 +101,6 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 		}
 		c.statusWritten.Store(client.ObjectKeyFromObject(b), writtenStatus{seenAt, status.DeepCopy()})
 	}
-
 	if sc := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); len(bs.Clusters) == 0 && sc != nil && sc.Status == metav1.ConditionFalse {
 		// No cluster can run it: the template says so, and tools waiting on it stop waiting.
 		return 0, workloadstatus.WriteUnplaced(ctx, c.Client, tmpl, sc.Reason, "no cluster can run it: "+sc.Message, true)
@@ -224,7 +108,149 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	if agg == nil {
 		return 0, nil // not every member reported yet, or the kind's status is not aggregated
 	}
-	return 0, c.writeTemplateStatus(ctx, tmpl, in, agg, ro, drifted)
+	return 0, c.writeTemplateStatus(ctx, tmpl, in, agg, ro, g.drifted)
+}
+
+// gather reads each target cluster's status from its Work, in cluster order.
+func (c *Controller) gather(ctx context.Context, b workv1alpha1.Binding, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string) gathered {
+	bs := b.BindingSpec()
+	g := gathered{overall: workv1alpha1.HealthHealthy, allApplied: len(bs.Clusters) > 0}
+	for _, t := range bs.Clusters {
+		if slices.Contains(bs.UnmanagedClusters, t.Name) {
+			continue // handed back: no Work, no status
+		}
+		cs := workv1alpha1.ClusterStatus{Cluster: t.Name, Health: workv1alpha1.HealthUnknown}
+		if w, ok := works[t.Name]; ok {
+			g.fromWork(b, ro, &cs, w)
+		}
+		if _, had := c.hadWork.Load(workKey(b, t.Name)); cs.LastApplied == nil && !had {
+			// This process has had no Work there yet (it just started): what the member
+			// last got stays on record until one reports.
+			cs.LastApplied = previousApplied(b, t.Name)
+		}
+		if msg, bad := renderErrors[t.Name]; bad {
+			cs.Applied, cs.Message = false, msg
+			g.problems = append(g.problems, msg)
+		}
+		if !cs.Applied {
+			g.allApplied = false
+		}
+		c.clusterState(ctx, b, &cs)
+		if healthRank[cs.Health] > healthRank[g.overall] {
+			g.overall = cs.Health
+		}
+		g.clusters = append(g.clusters, cs)
+	}
+	sort.Slice(g.clusters, func(i, j int) bool { return g.clusters[i].Cluster < g.clusters[j].Cluster })
+	if len(bs.Clusters) == 0 {
+		g.overall = workv1alpha1.HealthUnknown
+	}
+	return g
+}
+
+// fromWork fills one cluster's status from its Work's.
+func (g *gathered) fromWork(b workv1alpha1.Binding, ro templateRollout, cs *workv1alpha1.ClusterStatus, w *workv1alpha1.Work) {
+	bs := b.BindingSpec()
+	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
+	cs.Applied = applied != nil && applied.Status == metav1.ConditionTrue
+	if applied != nil && !cs.Applied {
+		cs.Message = applied.Message
+		g.problems = append(g.problems, cs.Cluster+": "+applied.Message)
+	}
+	if w.Status.Health != "" {
+		cs.Health = w.Status.Health
+	}
+	// The revision counts as running once the Work's current spec is applied.
+	observed := cs.Applied && applied.ObservedGeneration == w.Generation
+	if cs.Applied && !observed && cs.Health == workv1alpha1.HealthHealthy {
+		// A new render is on its way: the health read is the previous one's, and a
+		// Service must not narrow to pods that are not relabelled yet on its word.
+		cs.Health = workv1alpha1.HealthProgressing
+	}
+	if observed {
+		cs.Revision, _ = strconv.ParseInt(w.Labels[workv1alpha1.RevisionLabel], 10, 64)
+		if _, ok := bs.Revisions.CanaryFor(cs.Cluster); ok {
+			cs.CanaryHealth = workv1alpha1.HealthUnknown
+			for _, o := range w.Status.Objects {
+				if o.Name == render.CanaryName(bs.Resource.Name) && o.Kind == bs.Resource.Kind {
+					cs.CanaryHealth = o.Health
+				}
+			}
+		}
+	}
+	if ic := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionInterpreted); ic != nil && ic.Status == metav1.ConditionFalse {
+		g.interpretErrors = append(g.interpretErrors, cs.Cluster+": "+ic.Message)
+		if cs.Message == "" {
+			cs.Message = ic.Message
+		}
+	}
+	if w.Status.AppliedHash != "" {
+		cs.LastApplied = lastApplied(w)
+	}
+	cs.Drift = w.Status.Drift.DeepCopy()
+	if dc := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionDrifted); dc != nil && dc.Status == metav1.ConditionTrue {
+		g.drifted = append(g.drifted, dc.Message)
+	}
+	cs.Status = w.Status.ManifestStatus
+	if cs.Health == workv1alpha1.HealthDegraded && cs.Message == "" {
+		cs.Message = failingConditions(w.Status.ManifestStatus)
+	}
+	if w.Status.ManifestStatus != nil {
+		m := map[string]any{}
+		if json.Unmarshal(w.Status.ManifestStatus.Raw, &m) == nil {
+			g.members = append(g.members, interpret.MemberStatus{Cluster: cs.Cluster, Status: m, Applied: cs.Applied, Health: cs.Health,
+				Revision: cs.Revision, Observed: observed, Current: ro.current(b, *cs, observed)})
+		}
+	}
+}
+
+// setConditions sets the binding's Applied, Healthy, Interpreted, Drifted and Scheduled
+// conditions from what the Works reported.
+func (c *Controller) setConditions(b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus, g gathered) {
+	gen := b.GetGeneration()
+	applied := metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied in every target cluster", ObservedGeneration: gen}
+	if !g.allApplied {
+		applied.Status, applied.Reason, applied.Message = metav1.ConditionFalse, "NotApplied", "waiting for the members"
+		if len(g.problems) > 0 {
+			applied.Reason, applied.Message = "ApplyFailed", fmt.Sprint(g.problems)
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, applied)
+	meta.RemoveStatusCondition(&status.Conditions, conditionStalled) // no longer refused
+	healthy := metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: string(g.overall), Message: "health across clusters: " + string(g.overall), ObservedGeneration: gen}
+	if g.overall == workv1alpha1.HealthHealthy {
+		healthy.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, healthy)
+	interpreted := metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionTrue, Reason: "Interpreted",
+		Message: "every interpreter call succeeded", ObservedGeneration: gen}
+	if len(g.interpretErrors) > 0 {
+		msg := strings.Join(g.interpretErrors, "; ")
+		if len(msg) > 4096 {
+			msg = msg[:4093] + "..."
+		}
+		interpreted.Status, interpreted.Reason, interpreted.Message = metav1.ConditionFalse, "InterpreterError", msg
+		if old := meta.FindStatusCondition(b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted); c.Recorder != nil && (old == nil || old.Message != msg) {
+			c.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "InterpreterError", "Interpret", "%s", msg)
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, interpreted)
+	if len(g.drifted) > 0 {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "Drifted",
+			Message: truncateMessage(strings.Join(g.drifted, "; ")), ObservedGeneration: gen})
+	} else if meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionDrifted) != nil {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "InSync",
+			Message: "the member objects match the manifests", ObservedGeneration: gen})
+	}
+	if s, ok := workv1alpha1.ScheduleOf(b); ok {
+		// The scheduler's outcome, written with the clusters it chose; reported here, in this
+		// controller's one status write.
+		sc := metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: s.Reason, Message: truncateMessage(s.Message), ObservedGeneration: s.Generation}
+		if s.Placed {
+			sc.Status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&status.Conditions, sc)
+	}
 }
 
 // writeTemplateStatus merges the members' aggregated status into the template's and writes it
