@@ -401,6 +401,39 @@ func setApplied(status *workv1alpha1.WorkStatus, w *workv1alpha1.Work, s metav1.
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionApplied, Status: s, Reason: reason, Message: msg, ObservedGeneration: w.Generation})
 }
 
+// applyRun is what one apply of a Work gathers across its manifests.
+type applyRun struct {
+	key     types.NamespacedName
+	cluster string
+	w       *workv1alpha1.Work
+	status  *workv1alpha1.WorkStatus
+	member  clustercache.Member
+	// unchanged: the manifests are those applied last; only drift and health are looked at.
+	unchanged bool
+	objects   []workv1alpha1.AppliedObject
+	// interpretErrors are the interpreter's failures on health and status.
+	interpretErrors []string
+	// What was found changed by hand: put back (recreated, corrected) or, under Report, left.
+	recreated, corrected, reported, newlyReported []workv1alpha1.DriftedObject
+	// requeue: when to look again, for objects no member event tells about.
+	requeue time.Duration
+}
+
+// manifestApply is one manifest's object on its way to the member.
+type manifestApply struct {
+	obj     *unstructured.Unstructured
+	gvk     schema.GroupVersionKind
+	mapping *meta.RESTMapping
+	ri      dynamic.ResourceInterface
+	// live is the member's object as last seen; before, the drifted object a correction
+	// replaces.
+	live, before *unstructured.Unstructured
+	drifted      []driftField
+	needApply    bool
+	// unwatched: the member's object lost Flotilla's label, so no event tells of its changes.
+	unwatched bool
+}
+
 // apply applies the Work's manifests that changed, puts back what drifted in the member
 // (or reports it), and gathers health and status. It returns when to look again, if the
 // member will not say.
@@ -413,200 +446,18 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID && last.(appliedWork).generation > w.Generation {
 		return 0, errStaleWork // the cache lags behind our own apply; the newer Work's event follows
 	}
+	r := &applyRun{key: key, cluster: cluster, w: w, status: status, member: member}
 	// What this process applied decides; the status only after a restart, as it can lag behind
 	// the last apply by the settle window.
-	var unchanged bool
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID {
-		unchanged = last.(appliedWork).hash == hash
+		r.unchanged = last.(appliedWork).hash == hash
 	} else {
-		unchanged = status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
+		r.unchanged = status.AppliedHash == hash && meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionApplied)
 	}
-	var objects []workv1alpha1.AppliedObject
-	var interpretErrors []string
-	// What was found changed by hand: put back (recreated, corrected) or, under Report, left.
-	var recreated, corrected, reported, newlyReported []workv1alpha1.DriftedObject
-	var requeue time.Duration
 	for i, m := range w.Spec.Manifests {
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(m.Raw); err != nil {
-			return 0, fmt.Errorf("manifests[%d]: %w", i, err)
-		}
-		gvk := obj.GroupVersionKind()
-		mapping, err := e.Members.RESTMapping(cluster, gvk)
-		if err != nil {
+		if err := e.applyManifest(ctx, r, i, m); err != nil {
 			return 0, err
 		}
-		if err := e.Members.WatchObjects(cluster, mapping.Resource, e.onMemberChange); err != nil {
-			return 0, err
-		}
-		unwatched := false
-		res := member.Dynamic.Resource(mapping.Resource)
-		var ri = res.Namespace(obj.GetNamespace())
-		namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-		var live, before *unstructured.Unstructured
-		var drifted []driftField
-		needApply := !unchanged && !w.Spec.Suspend
-		if unchanged && !w.Spec.Suspend && e.Members.WaitObjectsSynced(cluster, mapping.Resource, 2*time.Second) {
-			cached, present := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName())
-			if !present {
-				// Deleted by hand, or Flotilla's label removed (the informer sees labelled
-				// objects only): the member says which.
-				cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-				found, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
-				cancel()
-				switch {
-				case apierrors.IsNotFound(err) && w.Spec.DriftMode() == workv1alpha1.DriftReport:
-					// Report writes nothing, a deletion included: it is reported, once.
-					deleted := driftedObject(obj, []string{"deleted"})
-					reported = append(reported, deleted)
-					if e.reportDeletion(key, cluster, mapping.Resource, obj) {
-						newlyReported = append(newlyReported, deleted)
-					}
-				case apierrors.IsNotFound(err):
-					needApply = true // put it back
-					recreated = append(recreated, driftedObject(obj, []string{"deleted"}))
-				case err != nil:
-					return 0, fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
-				case !e.ours(found, w, key, obj) && w.Spec.ConflictResolution != "Overwrite":
-					return 0, &conflictError{msg: fmt.Sprintf("%s %s/%s already exists in cluster %s and is not managed by Flotilla; it is left untouched (set the policy's conflictResolution: Overwrite to adopt it)",
-						gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster)}
-				default:
-					cached, unwatched = found, true
-				}
-			}
-			if cached != nil && !unwatched && e.olderThanApplied(cluster, mapping.Resource, cached) {
-				// The informer has not seen the last apply yet: judge drift and health on the
-				// member's own copy, not on the stale one (which would read as drift, and as the
-				// health of the previous spec).
-				cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-				fresh, err := ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
-				cancel()
-				switch {
-				case apierrors.IsNotFound(err) && w.Spec.DriftMode() == workv1alpha1.DriftReport:
-					cached = nil
-					deleted := driftedObject(obj, []string{"deleted"})
-					reported = append(reported, deleted)
-					if e.reportDeletion(key, cluster, mapping.Resource, obj) {
-						newlyReported = append(newlyReported, deleted)
-					}
-				case apierrors.IsNotFound(err):
-					cached, needApply = nil, true // deleted since: put it back
-					recreated = append(recreated, driftedObject(obj, []string{"deleted"}))
-				case err != nil:
-					return 0, fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
-				default:
-					cached = fresh
-				}
-			}
-			if cached != nil {
-				live = cached
-				if drifted, err = e.checkDrift(key, cluster, mapping.Resource, w, obj, cached); err != nil {
-					return 0, err
-				}
-				if len(drifted) > 0 && w.Spec.DriftMode() == workv1alpha1.DriftCorrect {
-					needApply, before = true, cached
-				} else if len(drifted) > 0 {
-					var isNew bool
-					if drifted, isNew, err = e.confirmDrift(ctx, key, cluster, mapping.Resource, ri, obj, cached, drifted); err != nil {
-						return 0, err
-					}
-					if len(drifted) > 0 {
-						reported = append(reported, driftedObject(obj, fieldPaths(drifted)))
-					}
-					if isNew {
-						newlyReported = append(newlyReported, driftedObject(obj, fieldPaths(drifted)))
-					}
-				}
-			}
-		}
-		if needApply {
-			cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-			if namespaced {
-				if err := e.ensureNamespace(cctx, member, obj.GetNamespace(), w.Annotations[names.PodSecurityLevelAnnotation]); err != nil {
-					cancel()
-					return 0, err
-				}
-			}
-			// An object in the managed-object cache is ours already; only an unknown one is read
-			// first, to find an object that exists and is not Flotilla's.
-			existing, err := e.existing(cctx, cluster, mapping.Resource, ri, obj)
-			switch {
-			case err == nil && !e.ours(existing, w, key, obj) && w.Spec.ConflictResolution != "Overwrite":
-				cancel()
-				return 0, &conflictError{msg: fmt.Sprintf("%s %s/%s already exists in cluster %s and is not managed by Flotilla; it is left untouched (set the policy's conflictResolution: Overwrite to adopt it)",
-					gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster)}
-			case err != nil && !apierrors.IsNotFound(err):
-				cancel()
-				return 0, fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
-			case err == nil:
-				retainScaledReplicas(existing, obj)
-				if err := e.Interpreters.For(gvk).Retain(obj, existing); err != nil {
-					cancel()
-					return 0, &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)}
-				}
-			}
-			if before != nil && w.Spec.DriftCorrection != nil {
-				// Putting drift back, not a new render: what ignoreFields leave to the member stays
-				// as the member has it.
-				for _, p := range w.Spec.DriftCorrection.IgnoreFields {
-					keepLive(obj.Object, before.Object, p)
-				}
-			}
-			live, err = ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
-			cancel()
-			if err != nil {
-				e.namespaces.Delete(cluster + "/" + obj.GetNamespace()) // in case the namespace went away
-				return 0, fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
-			}
-			e.appliedGenerations.Store(memberObjectKey(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()), appliedGeneration{live.GetUID(), live.GetGeneration()})
-			if before != nil {
-				if live.GetResourceVersion() != before.GetResourceVersion() {
-					corrected = append(corrected, driftedObject(obj, fieldPaths(drifted)))
-					e.rememberVerdict(key, cluster, mapping.Resource, obj, "")
-				} else {
-					// The member kept the object as it was: what differed was only its form.
-					e.rememberVerdict(key, cluster, mapping.Resource, obj, verdictNone+driftSignature(drifted))
-				}
-			}
-		}
-		// The cache may not have seen the apply yet: its status would be the old spec's.
-		if cached, ok := e.Members.CachedObject(cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok &&
-			(live == nil || cached.GetGeneration() >= live.GetGeneration()) && !e.olderThanApplied(cluster, mapping.Resource, cached) {
-			live = cached
-		}
-		if unwatched && !needApply {
-			// Not labelled, so no member event tells of its next change: look again soon.
-			requeue = 10 * time.Second
-		}
-		ref := workv1alpha1.AppliedObject{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Health: workv1alpha1.HealthUnknown}
-		if live != nil {
-			in := e.Interpreters.For(gvk)
-			var problems []string
-			var err error
-			if ref.Health, err = in.Health(live); err != nil {
-				problems = append(problems, err.Error())
-			}
-			if i == len(w.Spec.Manifests)-1 { // the template; earlier manifests are its dependencies
-				status.Health = ref.Health
-				st, err := in.ReflectStatus(live)
-				if err != nil {
-					problems = append(problems, err.Error())
-				}
-				if st != nil {
-					raw, _ := json.Marshal(st)
-					status.ManifestStatus = &runtime.RawExtension{Raw: raw}
-				}
-			}
-			if len(problems) > 0 {
-				ref.Message = truncate(strings.Join(problems, "; "), 2048)
-				interpretErrors = append(interpretErrors, fmt.Sprintf("%s %s: %s", gvk.Kind, obj.GetName(), ref.Message))
-			}
-		} else if i == len(w.Spec.Manifests)-1 && e.Members.WaitObjectsSynced(cluster, mapping.Resource, 10*time.Millisecond) {
-			// The member's informer has it not: never report the health of an object that does
-			// not exist. (An informer still syncing leaves health as it was; its events follow.)
-			status.Health, status.ManifestStatus = workv1alpha1.HealthUnknown, nil
-		}
-		objects = append(objects, ref)
 	}
 	previous := status.Objects
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID {
@@ -614,24 +465,242 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	}
 	if w.Spec.Suspend {
 		// Nothing written: report what the member has and leave the applied record as it was.
-		status.Objects = objects
+		status.Objects = r.objects
 		return 0, nil
 	}
-	if err := e.prune(ctx, cluster, w, previous, objects); err != nil {
+	if err := e.prune(ctx, cluster, w, previous, r.objects); err != nil {
 		return 0, err
 	}
-	e.recordDrift(ctx, key, cluster, w, status, append(recreated, corrected...), reported, newlyReported)
-	status.Objects = objects
+	e.recordDrift(ctx, key, cluster, w, status, append(r.recreated, r.corrected...), r.reported, r.newlyReported)
+	status.Objects = r.objects
 	status.AppliedHash = hash
-	e.applied.Store(key, appliedWork{w.UID, w.Generation, hash, objects})
+	e.applied.Store(key, appliedWork{w.UID, w.Generation, hash, r.objects})
 	setApplied(status, w, metav1.ConditionTrue, "Applied", "the manifests are applied in the member")
 	interpreted := metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionTrue, Reason: "Interpreted",
 		Message: "health and status interpreted", ObservedGeneration: w.Generation}
-	if len(interpretErrors) > 0 {
-		interpreted.Status, interpreted.Reason, interpreted.Message = metav1.ConditionFalse, "InterpreterError", truncate(strings.Join(interpretErrors, "; "), 4096)
+	if len(r.interpretErrors) > 0 {
+		interpreted.Status, interpreted.Reason, interpreted.Message = metav1.ConditionFalse, "InterpreterError", truncate(strings.Join(r.interpretErrors, "; "), 4096)
 	}
 	meta.SetStatusCondition(&status.Conditions, interpreted)
-	return requeue, nil
+	return r.requeue, nil
+}
+
+// applyManifest takes manifest i to the member: checks the live object for drift when the
+// manifests are unchanged, applies when needed, then reads its health (and, for the template,
+// its status).
+func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m workv1alpha1.Manifest) error {
+	ma := &manifestApply{obj: &unstructured.Unstructured{}}
+	if err := ma.obj.UnmarshalJSON(m.Raw); err != nil {
+		return fmt.Errorf("manifests[%d]: %w", i, err)
+	}
+	ma.gvk = ma.obj.GroupVersionKind()
+	mapping, err := e.Members.RESTMapping(r.cluster, ma.gvk)
+	if err != nil {
+		return err
+	}
+	if err := e.Members.WatchObjects(r.cluster, mapping.Resource, e.onMemberChange); err != nil {
+		return err
+	}
+	ma.mapping, ma.ri = mapping, r.member.Dynamic.Resource(mapping.Resource).Namespace(ma.obj.GetNamespace())
+	ma.needApply = !r.unchanged && !r.w.Spec.Suspend
+	if r.unchanged && !r.w.Spec.Suspend && e.Members.WaitObjectsSynced(r.cluster, mapping.Resource, 2*time.Second) {
+		if err := e.checkLive(ctx, r, ma); err != nil {
+			return err
+		}
+	}
+	if ma.needApply {
+		if err := e.applyObject(ctx, r, ma); err != nil {
+			return err
+		}
+	}
+	obj := ma.obj
+	// The cache may not have seen the apply yet: its status would be the old spec's.
+	if cached, ok := e.Members.CachedObject(r.cluster, mapping.Resource, obj.GetNamespace(), obj.GetName()); ok &&
+		(ma.live == nil || cached.GetGeneration() >= ma.live.GetGeneration()) && !e.olderThanApplied(r.cluster, mapping.Resource, cached) {
+		ma.live = cached
+	}
+	if ma.unwatched && !ma.needApply {
+		// Not labelled, so no member event tells of its next change: look again soon.
+		r.requeue = 10 * time.Second
+	}
+	r.objects = append(r.objects, e.observe(r, ma, i == len(r.w.Spec.Manifests)-1))
+	return nil
+}
+
+// checkLive looks at the member's object of an unchanged manifest: deleted by hand (put back,
+// or reported under Report), someone else's (a conflict), or drifted (corrected or reported).
+func (e *Executor) checkLive(ctx context.Context, r *applyRun, ma *manifestApply) error {
+	obj, gvk, res, w, key, cluster := ma.obj, ma.gvk, ma.mapping.Resource, r.w, r.key, r.cluster
+	deletedByHand := func() {
+		if w.Spec.DriftMode() == workv1alpha1.DriftReport {
+			// Report writes nothing, a deletion included: it is reported, once.
+			deleted := driftedObject(obj, []string{"deleted"})
+			r.reported = append(r.reported, deleted)
+			if e.reportDeletion(key, cluster, res, obj) {
+				r.newlyReported = append(r.newlyReported, deleted)
+			}
+			return
+		}
+		ma.needApply = true // put it back
+		r.recreated = append(r.recreated, driftedObject(obj, []string{"deleted"}))
+	}
+	readErr := func(err error) error {
+		return fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+	}
+	cached, present := e.Members.CachedObject(cluster, res, obj.GetNamespace(), obj.GetName())
+	if !present {
+		// Deleted by hand, or Flotilla's label removed (the informer sees labelled
+		// objects only): the member says which.
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		found, err := ma.ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			deletedByHand()
+		case err != nil:
+			return readErr(err)
+		case !e.ours(found, w, key, obj) && w.Spec.ConflictResolution != "Overwrite":
+			return notOursError(gvk, obj, cluster)
+		default:
+			cached, ma.unwatched = found, true
+		}
+	}
+	if cached != nil && !ma.unwatched && e.olderThanApplied(cluster, res, cached) {
+		// The informer has not seen the last apply yet: judge drift and health on the
+		// member's own copy, not on the stale one (which would read as drift, and as the
+		// health of the previous spec).
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		fresh, err := ma.ri.Get(cctx, obj.GetName(), metav1.GetOptions{})
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			cached = nil // deleted since
+			deletedByHand()
+		case err != nil:
+			return readErr(err)
+		default:
+			cached = fresh
+		}
+	}
+	if cached == nil {
+		return nil
+	}
+	ma.live = cached
+	drifted, err := e.checkDrift(key, cluster, res, w, obj, cached)
+	if err != nil {
+		return err
+	}
+	ma.drifted = drifted
+	if len(drifted) > 0 && w.Spec.DriftMode() == workv1alpha1.DriftCorrect {
+		ma.needApply, ma.before = true, cached
+	} else if len(drifted) > 0 {
+		var isNew bool
+		if ma.drifted, isNew, err = e.confirmDrift(ctx, key, cluster, res, ma.ri, obj, cached, drifted); err != nil {
+			return err
+		}
+		if len(ma.drifted) > 0 {
+			r.reported = append(r.reported, driftedObject(obj, fieldPaths(ma.drifted)))
+		}
+		if isNew {
+			r.newlyReported = append(r.newlyReported, driftedObject(obj, fieldPaths(ma.drifted)))
+		}
+	}
+	return nil
+}
+
+// notOursError is the conflict of an object that exists in the member and is not Flotilla's.
+func notOursError(gvk schema.GroupVersionKind, obj *unstructured.Unstructured, cluster string) error {
+	return &conflictError{msg: fmt.Sprintf("%s %s/%s already exists in cluster %s and is not managed by Flotilla; it is left untouched (set the policy's conflictResolution: Overwrite to adopt it)",
+		gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster)}
+}
+
+// applyObject applies the manifest's object with server-side apply, creating its namespace
+// first, keeping what the member owns (scaled replicas, retained fields, ignored drift), and
+// records a drift correction.
+func (e *Executor) applyObject(ctx context.Context, r *applyRun, ma *manifestApply) error {
+	obj, gvk, res, w, cluster := ma.obj, ma.gvk, ma.mapping.Resource, r.w, r.cluster
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	if ma.mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if err := e.ensureNamespace(cctx, r.member, obj.GetNamespace(), w.Annotations[names.PodSecurityLevelAnnotation]); err != nil {
+			return err
+		}
+	}
+	// An object in the managed-object cache is ours already; only an unknown one is read
+	// first, to find an object that exists and is not Flotilla's.
+	existing, err := e.existing(cctx, cluster, res, ma.ri, obj)
+	switch {
+	case err == nil && !e.ours(existing, w, r.key, obj) && w.Spec.ConflictResolution != "Overwrite":
+		return notOursError(gvk, obj, cluster)
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+	case err == nil:
+		retainScaledReplicas(existing, obj)
+		if err := e.Interpreters.For(gvk).Retain(obj, existing); err != nil {
+			return &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)}
+		}
+	}
+	if ma.before != nil && w.Spec.DriftCorrection != nil {
+		// Putting drift back, not a new render: what ignoreFields leave to the member stays
+		// as the member has it.
+		for _, p := range w.Spec.DriftCorrection.IgnoreFields {
+			keepLive(obj.Object, ma.before.Object, p)
+		}
+	}
+	live, err := ma.ri.Apply(cctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
+	if err != nil {
+		e.namespaces.Delete(cluster + "/" + obj.GetNamespace()) // in case the namespace went away
+		return fmt.Errorf("applying %s %s/%s to cluster %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), cluster, err)
+	}
+	ma.live = live
+	e.appliedGenerations.Store(memberObjectKey(cluster, res, obj.GetNamespace(), obj.GetName()), appliedGeneration{live.GetUID(), live.GetGeneration()})
+	if ma.before != nil {
+		if live.GetResourceVersion() != ma.before.GetResourceVersion() {
+			r.corrected = append(r.corrected, driftedObject(obj, fieldPaths(ma.drifted)))
+			e.rememberVerdict(r.key, cluster, res, obj, "")
+		} else {
+			// The member kept the object as it was: what differed was only its form.
+			e.rememberVerdict(r.key, cluster, res, obj, verdictNone+driftSignature(ma.drifted))
+		}
+	}
+	return nil
+}
+
+// observe reads the health of the manifest's member object and, for the template (the last
+// manifest; earlier ones are its dependencies), the status reflected back.
+func (e *Executor) observe(r *applyRun, ma *manifestApply, template bool) workv1alpha1.AppliedObject {
+	obj, gvk := ma.obj, ma.gvk
+	ref := workv1alpha1.AppliedObject{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Health: workv1alpha1.HealthUnknown}
+	if ma.live == nil {
+		if template && e.Members.WaitObjectsSynced(r.cluster, ma.mapping.Resource, 10*time.Millisecond) {
+			// The member's informer has it not: never report the health of an object that does
+			// not exist. (An informer still syncing leaves health as it was; its events follow.)
+			r.status.Health, r.status.ManifestStatus = workv1alpha1.HealthUnknown, nil
+		}
+		return ref
+	}
+	in := e.Interpreters.For(gvk)
+	var problems []string
+	var err error
+	if ref.Health, err = in.Health(ma.live); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if template {
+		r.status.Health = ref.Health
+		st, err := in.ReflectStatus(ma.live)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		if st != nil {
+			raw, _ := json.Marshal(st)
+			r.status.ManifestStatus = &runtime.RawExtension{Raw: raw}
+		}
+	}
+	if len(problems) > 0 {
+		ref.Message = truncate(strings.Join(problems, "; "), 2048)
+		r.interpretErrors = append(r.interpretErrors, fmt.Sprintf("%s %s: %s", gvk.Kind, obj.GetName(), ref.Message))
+	}
+	return ref
 }
 
 func truncate(s string, n int) string {
