@@ -199,95 +199,118 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	now := h.Clock.Now()
-	var recs []history.Record
-	var waiting []unnamed
-	next := map[string]seen{}
-	ctxInfo := &lazyContext{h: h, ctx: ctx, b: b, status: status}
-	tracked := spec.Revisions != nil && spec.Revisions.Latest > 0
+	p := &historyPass{h: h, b: b, last: last, next: map[string]seen{}, now: h.Clock.Now(),
+		info: &lazyContext{h: h, ctx: ctx, b: b, status: status}, tracked: spec.Revisions != nil && spec.Revisions.Latest > 0}
 	for _, cs := range status.Clusters {
-		outcome := outcomeOf(cs)
-		if tracked && cs.Revision == 0 {
-			outcome = "" // a new render not yet observed in the member: nothing changed yet
-		}
-		if outcome == "" {
-			if prev, ok := last[cs.Cluster]; ok {
-				next[cs.Cluster] = prev
-			}
-			continue
-		}
-		prev, had := last[cs.Cluster]
-		rendered := ctxInfo.applied(cs.Cluster)
-		render := renderFingerprint(rendered)
-		// Without revisions, a template (or override) change applied as it is.
-		changed := !tracked && had && render != "" && prev.render != "" && prev.render != render && prev.outcome != history.OutcomeRemoved
-		if render == "" {
-			render = prev.render // the cluster's Work is between renders: keep what is known
-		}
-		if had && !changed && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == history.OutcomeHealthy && outcome == history.OutcomeApplied) {
-			// Nothing new; a healthy revision rolling its pods again (replicas moved by a
-			// placement change, a scale) is the same revision, not another change.
-			prev.render = render
-			next[cs.Cluster] = prev
-			continue
-		}
-		from := prev.to
-		if had && prev.to == cs.Revision {
-			from = prev.from // the same change, a later outcome
-		}
-		rec := h.record(b, cs.Cluster, from, cs.Revision, outcome, now)
-		rec.Message = cs.Message
-		rec.Cause, rec.CauseDetail = ctxInfo.cause(cs.Cluster, from, cs.Revision, had, prev)
-		if !tracked && had && (changed || prev.cause == history.CauseApply && prev.to == cs.Revision) {
-			rec.Cause, rec.CauseDetail = history.CauseApply, "the template or an override changed; applied as it is (no rollout, so no revision)"
-			rec.ID = recordID(b, cs.Cluster, from, cs.Revision, outcome, render) // one change each, not one per generation
-		}
-		rec.Images, rec.Commit, rec.Actor = ctxInfo.content(cs.Revision)
-		if rendered != nil && len(interpret.Images(rendered)) > 0 {
-			rec.Images = interpret.Images(rendered) // what the cluster was given, its overrides applied
-		}
-		rec.Actor, waiting = h.name(ctxInfo, &rec, cs.Cluster, from, cs.Revision, now, waiting)
-		recs = append(recs, rec)
-		next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome, cause: rec.Cause, render: render}
+		p.cluster(cs)
 	}
-	for cluster, prev := range last {
-		if _, still := next[cluster]; still {
-			continue
-		}
-		if prev.outcome == history.OutcomeRemoved {
-			next[cluster] = prev // remembered: a later return says how it left (unmanage: manage)
-			continue
-		}
-		rec := h.record(b, cluster, prev.to, 0, history.OutcomeRemoved, now)
-		rec.Cause, rec.CauseDetail = ctxInfo.removalCause(cluster)
-		rec.Actor, waiting = h.name(ctxInfo, &rec, cluster, prev.to, 0, now, waiting)
-		recs = append(recs, rec)
-		next[cluster] = seen{from: prev.to, outcome: history.OutcomeRemoved, cause: rec.Cause}
-	}
-	if len(recs) > 0 {
-		if t := ctxInfo.template(); t != nil {
-			for i := range recs {
-				recs[i].Application = t.GetLabels()[appsv1alpha1.ApplicationLabel]
+	p.removals()
+	if len(p.recs) > 0 {
+		if t := p.info.template(); t != nil {
+			for i := range p.recs {
+				p.recs[i].Application = t.GetLabels()[appsv1alpha1.ApplicationLabel]
 			}
 		}
-		if _, err := h.Store.Append(ctx, recs...); err != nil {
-			return ctrl.Result{}, fmt.Errorf("recording %d history records of %s: %w", len(recs), key, err)
+		if _, err := h.Store.Append(ctx, p.recs...); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording %d history records of %s: %w", len(p.recs), key, err)
 		}
-		h.await(waiting)
+		h.await(p.waiting)
 	}
 	gv, _ := schema.ParseGroupVersion(spec.Resource.APIVersion)
 	tn := templateName{group: gv.Group, kind: spec.Resource.Kind, name: spec.Resource.Name}
-	if t := ctxInfo.template(); t != nil {
+	if t := p.info.template(); t != nil {
 		tn.application = t.GetLabels()[appsv1alpha1.ApplicationLabel]
 	}
 	h.mu.Lock()
-	h.state[key] = next
+	h.state[key] = p.next
 	if h.templates == nil {
 		h.templates = map[string]templateName{}
 	}
 	h.templates[key] = tn
 	h.mu.Unlock()
 	return ctrl.Result{}, nil
+}
+
+// historyPass compares one binding's status with what was last recorded of it, cluster by
+// cluster, and gathers the records of what changed.
+type historyPass struct {
+	h    *Historian
+	b    workv1alpha1.Binding
+	info *lazyContext
+	// last is what was recorded per cluster; next what will be once recs are stored.
+	last, next map[string]seen
+	recs       []history.Record
+	// waiting are records whose actor the audit stream has not named yet.
+	waiting []unnamed
+	// tracked: the binding has revisions (a rollout), so a change is a new revision.
+	tracked bool
+	now     time.Time
+}
+
+// cluster records what changed in one cluster since the last record: a new revision, a later
+// outcome of the same one, or (without revisions) a template change applied as it is.
+func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
+	outcome := outcomeOf(cs)
+	if p.tracked && cs.Revision == 0 {
+		outcome = "" // a new render not yet observed in the member: nothing changed yet
+	}
+	prev, had := p.last[cs.Cluster]
+	if outcome == "" {
+		if had {
+			p.next[cs.Cluster] = prev
+		}
+		return
+	}
+	rendered := p.info.applied(cs.Cluster)
+	render := renderFingerprint(rendered)
+	// Without revisions, a template (or override) change applied as it is.
+	changed := !p.tracked && had && render != "" && prev.render != "" && prev.render != render && prev.outcome != history.OutcomeRemoved
+	if render == "" {
+		render = prev.render // the cluster's Work is between renders: keep what is known
+	}
+	if had && !changed && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == history.OutcomeHealthy && outcome == history.OutcomeApplied) {
+		// Nothing new; a healthy revision rolling its pods again (replicas moved by a
+		// placement change, a scale) is the same revision, not another change.
+		prev.render = render
+		p.next[cs.Cluster] = prev
+		return
+	}
+	from := prev.to
+	if had && prev.to == cs.Revision {
+		from = prev.from // the same change, a later outcome
+	}
+	rec := p.h.record(p.b, cs.Cluster, from, cs.Revision, outcome, p.now)
+	rec.Message = cs.Message
+	rec.Cause, rec.CauseDetail = p.info.cause(cs.Cluster, from, cs.Revision, had, prev)
+	if !p.tracked && had && (changed || prev.cause == history.CauseApply && prev.to == cs.Revision) {
+		rec.Cause, rec.CauseDetail = history.CauseApply, "the template or an override changed; applied as it is (no rollout, so no revision)"
+		rec.ID = recordID(p.b, cs.Cluster, from, cs.Revision, outcome, render) // one change each, not one per generation
+	}
+	rec.Images, rec.Commit, rec.Actor = p.info.content(cs.Revision)
+	if rendered != nil && len(interpret.Images(rendered)) > 0 {
+		rec.Images = interpret.Images(rendered) // what the cluster was given, its overrides applied
+	}
+	rec.Actor, p.waiting = p.h.name(p.info, &rec, cs.Cluster, from, cs.Revision, p.now, p.waiting)
+	p.recs = append(p.recs, rec)
+	p.next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome, cause: rec.Cause, render: render}
+}
+
+// removals records the clusters the binding left since the last record.
+func (p *historyPass) removals() {
+	for cluster, prev := range p.last {
+		if _, still := p.next[cluster]; still {
+			continue
+		}
+		if prev.outcome == history.OutcomeRemoved {
+			p.next[cluster] = prev // remembered: a later return says how it left (unmanage: manage)
+			continue
+		}
+		rec := p.h.record(p.b, cluster, prev.to, 0, history.OutcomeRemoved, p.now)
+		rec.Cause, rec.CauseDetail = p.info.removalCause(cluster)
+		rec.Actor, p.waiting = p.h.name(p.info, &rec, cluster, prev.to, 0, p.now, p.waiting)
+		p.recs = append(p.recs, rec)
+		p.next[cluster] = seen{from: prev.to, outcome: history.OutcomeRemoved, cause: rec.Cause}
+	}
 }
 
 // outcomeOf says what a cluster's status means for history; "" while nothing is applied yet.

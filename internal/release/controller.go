@@ -270,16 +270,8 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		return c.terminateAnalysis(ctx, s)
 	}
 	if retry {
-		status.ObservedRetry = rel.Spec.Retry
-		if status.Phase == rolloutv1alpha1.ReleaseAborted || status.Phase == rolloutv1alpha1.ReleaseRolledBack {
-			if err := c.pruneAttempts(ctx, rel); err != nil {
-				return err
-			}
-			status.Phase, status.CompletedAt = rolloutv1alpha1.ReleaseProgressing, nil
-			status.Message = fmt.Sprintf("retrying from wave %d", status.CurrentWave)
-			for i := int(status.CurrentWave); i < len(status.Waves); i++ {
-				status.Waves[i] = rolloutv1alpha1.WaveStatus{Name: status.Waves[i].Name, Phase: rolloutv1alpha1.WavePending}
-			}
+		if err := c.restart(ctx, s); err != nil {
+			return err
 		}
 	}
 	placed, err := c.placedClusters(ctx, s.binding)
@@ -288,55 +280,16 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	}
 	waves := ResolveWaves(&rel.Spec.Strategy, placed)
 	syncWaveStatus(status, waves)
-
 	if rel.Spec.Abort {
 		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
 	}
-	if problems := c.validate(ctx, rel, waves, c.platformStrategy(ctx, rel, s.binding)); len(problems) > 0 {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
-			Message: strings.Join(problems, "; "), ObservedGeneration: rel.Generation})
-		if blocking(problems) {
-			status.Message = "held: " + strings.Join(problems, "; ")
-			s.after(15 * time.Second)
-			return nil
-		}
-	} else {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Valid", Message: "the strategy can run", ObservedGeneration: rel.Generation})
+	if held := c.checkStrategy(ctx, s, waves); held {
+		return nil
 	}
-	if bg := rel.Spec.Strategy.BackgroundAnalysis; bg != nil {
-		phase, err := c.analysisPhase(ctx, s, bg, "background", allClusters(waves))
-		if err != nil {
-			return hold(s, err)
-		}
-		status.BackgroundAnalysisRun = analysisRunName(rel, s.status.ObservedRetry, "background")
-		if phase == rolloutv1alpha1.AnalysisFailed || phase == rolloutv1alpha1.AnalysisError || phase == rolloutv1alpha1.AnalysisInconclusive {
-			return c.failed(ctx, s, fmt.Sprintf("background analysis %s", phase))
-		}
-		if phase == analysisPaused && !rel.Spec.PromoteFull {
-			status.Message = "background analysis " + status.BackgroundAnalysisRun + " Inconclusive; `flotilla release promote --full` takes the release through, `flotilla release abort` rolls back"
-			return nil
-		}
+	if stop, err := c.backgroundAnalysis(ctx, s, waves); stop || err != nil {
+		return err
 	}
-
-	// Clusters of finished waves that joined since run the new revision at once; those that
-	// left stay listed, as Left with the reason.
-	for i := 0; i < int(status.CurrentWave) && i < len(waves); i++ {
-		ws := &status.Waves[i]
-		previous := slices.Clone(ws.Clusters)
-		ws.Clusters = slices.DeleteFunc(ws.Clusters, func(cr rolloutv1alpha1.ClusterRelease) bool { return !slices.Contains(waves[i].Clusters, cr.Name) })
-		markLeft(ctx, c.Client, s.binding, ws, previous, placedNames(s.binding))
-		for j := range ws.Clusters {
-			if cr := &ws.Clusters[j]; cr.Phase == rolloutv1alpha1.ClusterLeft && slices.Contains(waves[i].Clusters, cr.Name) {
-				cr.Phase, cr.Message = rolloutv1alpha1.ClusterUpdating, fmt.Sprintf("returned to the placement; takes revision %d again", rel.Spec.Revision)
-			}
-		}
-		for _, cl := range waves[i].Clusters {
-			if s.pinnedTo(cl) != rel.Spec.Revision {
-				s.pin(cl, rel.Spec.Revision)
-				s.markUpdated(cl)
-			}
-		}
-	}
+	c.catchUpFinishedWaves(ctx, s, waves)
 	if rel.Spec.Paused {
 		if status.Phase != rolloutv1alpha1.ReleasePaused {
 			status.Phase, status.Message = rolloutv1alpha1.ReleasePaused, "paused; `flotilla release resume` goes on"
@@ -354,12 +307,7 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if rel.Spec.PromoteFull {
 		// Every remaining cluster at once; the waves below then pass as they turn healthy.
 		for i := int(status.CurrentWave); i < len(waves); i++ {
-			for _, cl := range waves[i].Clusters {
-				if s.pinnedTo(cl) != rel.Spec.Revision {
-					s.pin(cl, rel.Spec.Revision)
-					s.markUpdated(cl)
-				}
-			}
+			s.pinAll(waves[i].Clusters)
 		}
 	}
 	// A status from before the latest pins (or placement) were rendered says nothing about them:
@@ -379,7 +327,101 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		waveDuration.WithLabelValues().Observe(status.Waves[i].CompletedAt.Sub(status.Waves[i].StartedAt.Time).Seconds())
 		status.CurrentWave++
 	}
-	// Every wave passed: the revision is the new stable one.
+	return c.succeed(ctx, s)
+}
+
+// restart takes an aborted or rolled-back release back to Progressing from the wave that
+// failed, when a retry was asked for.
+func (c *Controller) restart(ctx context.Context, s *step) error {
+	rel, status := s.rel, s.status
+	status.ObservedRetry = rel.Spec.Retry
+	if status.Phase != rolloutv1alpha1.ReleaseAborted && status.Phase != rolloutv1alpha1.ReleaseRolledBack {
+		return nil
+	}
+	if err := c.pruneAttempts(ctx, rel); err != nil {
+		return err
+	}
+	status.Phase, status.CompletedAt = rolloutv1alpha1.ReleaseProgressing, nil
+	status.Message = fmt.Sprintf("retrying from wave %d", status.CurrentWave)
+	for i := int(status.CurrentWave); i < len(status.Waves); i++ {
+		status.Waves[i] = rolloutv1alpha1.WaveStatus{Name: status.Waves[i].Name, Phase: rolloutv1alpha1.WavePending}
+	}
+	return nil
+}
+
+// checkStrategy records in the Valid condition whether the strategy can run; held: a problem
+// only a fix ends holds the release.
+func (c *Controller) checkStrategy(ctx context.Context, s *step, waves []Wave) (held bool) {
+	rel, status := s.rel, s.status
+	problems := c.validate(ctx, rel, waves, c.platformStrategy(ctx, rel, s.binding))
+	if len(problems) == 0 {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Valid", Message: "the strategy can run", ObservedGeneration: rel.Generation})
+		return false
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
+		Message: strings.Join(problems, "; "), ObservedGeneration: rel.Generation})
+	if !blocking(problems) {
+		return false
+	}
+	status.Message = "held: " + strings.Join(problems, "; ")
+	s.after(15 * time.Second)
+	return true
+}
+
+// backgroundAnalysis runs the strategy's background analysis across every cluster; stop: it
+// failed (the release rolls back) or came out inconclusive and waits for a person.
+func (c *Controller) backgroundAnalysis(ctx context.Context, s *step, waves []Wave) (stop bool, err error) {
+	rel, status := s.rel, s.status
+	bg := rel.Spec.Strategy.BackgroundAnalysis
+	if bg == nil {
+		return false, nil
+	}
+	phase, err := c.analysisPhase(ctx, s, bg, "background", allClusters(waves))
+	if err != nil {
+		return true, hold(s, err)
+	}
+	status.BackgroundAnalysisRun = analysisRunName(rel, s.status.ObservedRetry, "background")
+	if phase == rolloutv1alpha1.AnalysisFailed || phase == rolloutv1alpha1.AnalysisError || phase == rolloutv1alpha1.AnalysisInconclusive {
+		return true, c.failed(ctx, s, fmt.Sprintf("background analysis %s", phase))
+	}
+	if phase == analysisPaused && !rel.Spec.PromoteFull {
+		status.Message = "background analysis " + status.BackgroundAnalysisRun + " Inconclusive; `flotilla release promote --full` takes the release through, `flotilla release abort` rolls back"
+		return true, nil
+	}
+	return false, nil
+}
+
+// catchUpFinishedWaves gives clusters that joined a finished wave the new revision at once;
+// those that left stay listed, as Left with the reason.
+func (c *Controller) catchUpFinishedWaves(ctx context.Context, s *step, waves []Wave) {
+	rel, status := s.rel, s.status
+	for i := 0; i < int(status.CurrentWave) && i < len(waves); i++ {
+		ws := &status.Waves[i]
+		previous := slices.Clone(ws.Clusters)
+		ws.Clusters = slices.DeleteFunc(ws.Clusters, func(cr rolloutv1alpha1.ClusterRelease) bool { return !slices.Contains(waves[i].Clusters, cr.Name) })
+		markLeft(ctx, c.Client, s.binding, ws, previous, placedNames(s.binding))
+		for j := range ws.Clusters {
+			if cr := &ws.Clusters[j]; cr.Phase == rolloutv1alpha1.ClusterLeft && slices.Contains(waves[i].Clusters, cr.Name) {
+				cr.Phase, cr.Message = rolloutv1alpha1.ClusterUpdating, fmt.Sprintf("returned to the placement; takes revision %d again", rel.Spec.Revision)
+			}
+		}
+		s.pinAll(waves[i].Clusters)
+	}
+}
+
+// pinAll pins the release's revision to every cluster not on it yet.
+func (s *step) pinAll(clusters []string) {
+	for _, cl := range clusters {
+		if s.pinnedTo(cl) != s.rel.Spec.Revision {
+			s.pin(cl, s.rel.Spec.Revision)
+			s.markUpdated(cl)
+		}
+	}
+}
+
+// succeed: every wave passed, the revision is the new stable one.
+func (c *Controller) succeed(ctx context.Context, s *step) error {
+	rel, status := s.rel, s.status
 	s.revs.Stable, s.revs.Pins, s.revs.Canaries = rel.Spec.Revision, nil, nil
 	status.Phase = rolloutv1alpha1.ReleaseSucceeded
 	status.Message = fmt.Sprintf("revision %d runs in every cluster", rel.Spec.Revision)

@@ -338,6 +338,41 @@ func (c *Controller) policySpec(ctx context.Context, ref workv1alpha1.PolicyRefe
 func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds []schema.GroupVersionKind, spec *policyv1alpha1.PropagationSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, string, error) {
 	bs := b.BindingSpec()
 	gvk := gvkOf(bs)
+	usable, why := c.filter(bs, gvk, kinds, spec, clusters)
+	candidates, used := byAffinity(spec, usable)
+	if len(candidates) == 0 {
+		return nil, "", fmt.Errorf("no cluster matches the placement (%s; the rest excluded by cluster affinity)", why)
+	}
+	candidates, err := spread(spec.Placement.SpreadConstraints, candidates)
+	if err != nil {
+		return nil, "", err
+	}
+	assignment, hasReplicas, err := c.assign(ctx, bs, gvk, spec, candidates)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []workv1alpha1.TargetCluster
+	var parts []string
+	for _, cl := range candidates {
+		n, ok := assignment[cl.Name]
+		if !ok && hasReplicas && bs.Replicas > 0 {
+			continue
+		}
+		out = append(out, workv1alpha1.TargetCluster{Name: cl.Name, Replicas: n})
+		parts = append(parts, fmt.Sprintf("%s=%d", cl.Name, n))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Strings(parts)
+	reason := fmt.Sprintf("placed on %d of %d clusters: %s", len(out), len(clusters), strings.Join(parts, ", "))
+	if used != "" {
+		reason += " (affinity " + used + ")"
+	}
+	return out, reason, nil
+}
+
+// filter keeps the clusters the binding may run on (Ready, not tainted against it, serving
+// its kinds, not failed over from or handed back), and says in words why the others are out.
+func (c *Controller) filter(bs *workv1alpha1.ResourceBindingSpec, gvk schema.GroupVersionKind, kinds []schema.GroupVersionKind, spec *policyv1alpha1.PropagationSpec, clusters []clusterv1alpha1.Cluster) ([]clusterv1alpha1.Cluster, string) {
 	divided := c.divided(gvk, spec)
 	assigned := map[string]bool{}
 	for _, t := range bs.Clusters {
@@ -383,85 +418,70 @@ func (c *Controller) schedule(ctx context.Context, b workv1alpha1.Binding, kinds
 	if unmanaged > 0 {
 		why += fmt.Sprintf(", %d handed back to unmanaged", unmanaged)
 	}
+	return usable, why
+}
 
+// byAffinity is the usable clusters the first cluster affinity term that matches any selects,
+// and that term's name.
+func byAffinity(spec *policyv1alpha1.PropagationSpec, usable []clusterv1alpha1.Cluster) ([]clusterv1alpha1.Cluster, string) {
 	terms := []policyv1alpha1.ClusterAffinityTerm{{AffinityName: "", ClusterAffinity: policyv1alpha1.ClusterAffinity{}}}
 	if a := spec.Placement.ClusterAffinity; a != nil {
 		terms = []policyv1alpha1.ClusterAffinityTerm{{ClusterAffinity: *a}}
 	} else if len(spec.Placement.ClusterAffinities) > 0 {
 		terms = spec.Placement.ClusterAffinities
 	}
-	var candidates []clusterv1alpha1.Cluster
-	var used string
 	for _, term := range terms {
-		candidates = candidates[:0]
+		var candidates []clusterv1alpha1.Cluster
 		for _, cl := range usable {
 			if match.Cluster(&term.ClusterAffinity, &cl) {
 				candidates = append(candidates, cl)
 			}
 		}
 		if len(candidates) > 0 {
-			used = term.AffinityName
-			break
+			return candidates, term.AffinityName
 		}
 	}
-	if len(candidates) == 0 {
-		return nil, "", fmt.Errorf("no cluster matches the placement (%s; the rest excluded by cluster affinity)", why)
-	}
-	candidates, err := spread(spec.Placement.SpreadConstraints, candidates)
-	if err != nil {
-		return nil, "", err
-	}
+	return nil, ""
+}
 
+// assign gives each candidate its replicas: all of them (Duplicated, or a kind without
+// replicas), by static weight, or by capacity (Weighted or Aggregated), moving as few as
+// possible from the current placement.
+func (c *Controller) assign(ctx context.Context, bs *workv1alpha1.ResourceBindingSpec, gvk schema.GroupVersionKind, spec *policyv1alpha1.PropagationSpec,
+	candidates []clusterv1alpha1.Cluster) (replicas.Assignment, bool, error) {
 	current := replicas.Assignment{}
 	for _, t := range bs.Clusters {
 		current[t.Name] = t.Replicas
 	}
 	_, hasReplicas, _ := c.interpretReplicas(gvk)
 	rs := spec.Placement.ReplicaScheduling
-	var assignment replicas.Assignment
 	switch {
 	case !hasReplicas || rs == nil || rs.Type == policyv1alpha1.ReplicaSchedulingDuplicated:
-		assignment = replicas.Assignment{}
+		assignment := replicas.Assignment{}
 		for _, cl := range candidates {
 			assignment[cl.Name] = bs.Replicas
 		}
+		return assignment, hasReplicas, nil
 	case rs.DivisionPreference == policyv1alpha1.DivisionWeighted && rs.WeightPreference != nil && len(rs.WeightPreference.StaticWeightList) > 0:
 		targets := make([]replicas.Target, len(candidates))
 		for i, cl := range candidates {
 			targets[i] = replicas.Target{Name: cl.Name, Weight: staticWeight(rs.WeightPreference.StaticWeightList, &cl), Available: -1}
 		}
-		assignment, err = replicas.DivideByWeight(bs.Replicas, targets, current)
-	default: // capacity-based: Weighted by replicas.AvailableReplicas, or Aggregated
-		targets, terr := c.capacityTargets(ctx, bs, candidates, current)
-		if terr != nil {
-			return nil, "", terr
-		}
-		if rs.DivisionPreference == policyv1alpha1.DivisionAggregated {
-			assignment, err = replicas.Aggregate(bs.Replicas, targets, current)
-		} else {
-			assignment, err = replicas.DivideByCapacity(bs.Replicas, targets, current)
-		}
+		assignment, err := replicas.DivideByWeight(bs.Replicas, targets, current)
+		return assignment, hasReplicas, err
 	}
+	// Capacity-based: Weighted by the replicas available in each cluster, or Aggregated.
+	targets, err := c.capacityTargets(ctx, bs, candidates, current)
 	if err != nil {
-		return nil, "", err
+		return nil, hasReplicas, err
 	}
-	var out []workv1alpha1.TargetCluster
-	var parts []string
-	for _, cl := range candidates {
-		n, ok := assignment[cl.Name]
-		if !ok && hasReplicas && bs.Replicas > 0 {
-			continue
-		}
-		out = append(out, workv1alpha1.TargetCluster{Name: cl.Name, Replicas: n})
-		parts = append(parts, fmt.Sprintf("%s=%d", cl.Name, n))
+	var assignment replicas.Assignment
+	if rs.DivisionPreference == policyv1alpha1.DivisionAggregated {
+		assignment, err = replicas.Aggregate(bs.Replicas, targets, current)
+	} else {
+		assignment, err = replicas.DivideByCapacity(bs.Replicas, targets, current)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	sort.Strings(parts)
-	reason := fmt.Sprintf("placed on %d of %d clusters: %s", len(out), len(clusters), strings.Join(parts, ", "))
-	if used != "" {
-		reason += " (affinity " + used + ")"
-	}
-	return out, reason, nil
+	return assignment, hasReplicas, err
 }
 
 // divided reports whether the binding's replicas are divided over clusters (not duplicated).
