@@ -30,7 +30,9 @@ func (s Summary) Set(typ string, status metav1.ConditionStatus, reason, msg stri
 }
 
 // Get is the condition of that type, nil when there is none.
-func (s Summary) Get(typ string) *metav1.Condition { return meta.FindStatusCondition(*s.Conditions, typ) }
+func (s Summary) Get(typ string) *metav1.Condition {
+	return meta.FindStatusCondition(*s.Conditions, typ)
+}
 
 // Done: the object is where its spec asks (Ready True), or will stay where it is without
 // being stuck (Ready False); nothing is in progress.
