@@ -23,7 +23,6 @@ import (
 )
 
 const (
-	module        = "github.com/flotilla-dev/flotilla/"
 	maxReconcile  = 100
 	reconcileName = "Reconcile"
 )
@@ -44,21 +43,41 @@ type pkg struct {
 }
 
 func main() {
-	pkgs, err := list()
+	wd, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shape:", err)
 		os.Exit(2)
 	}
-	var problems []string
-	controllers := map[string]bool{}
+	controllers, problems, err := check(wd)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shape:", err)
+		os.Exit(2)
+	}
+	for _, p := range problems {
+		fmt.Println(p)
+	}
+	if len(problems) > 0 {
+		os.Exit(1)
+	}
+	fmt.Printf("shape: %d controllers (%s), no controller imports another, every Reconcile under %d lines\n",
+		len(controllers), strings.Join(controllers, " "), maxReconcile)
+}
+
+// check reads the packages under root/internal: the controller packages, and every breach.
+func check(root string) (controllers, problems []string, err error) {
+	pkgs, err := list(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	isController := map[string]bool{}
 	for _, p := range pkgs {
-		isController, long, err := inspect(p)
+		controller, long, err := inspect(root, p)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "shape:", err)
-			os.Exit(2)
+			return nil, nil, err
 		}
-		if isController {
-			controllers[rel(p.ImportPath)] = true
+		if controller {
+			isController[rel(p.ImportPath)] = true
+			controllers = append(controllers, rel(p.ImportPath))
 		}
 		problems = append(problems, long...)
 	}
@@ -68,30 +87,19 @@ func main() {
 			continue
 		}
 		for _, imp := range p.Imports {
-			to := rel(imp)
-			if controllers[to] && to != from {
+			if to := rel(imp); isController[to] && to != from {
 				problems = append(problems, fmt.Sprintf("%s imports the controller package %s: move what both need into a package below them, or let the manager wire them", from, to))
 			}
 		}
 	}
+	sort.Strings(controllers)
 	sort.Strings(problems)
-	for _, p := range problems {
-		fmt.Println(p)
-	}
-	if len(problems) > 0 {
-		os.Exit(1)
-	}
-	names := make([]string, 0, len(controllers))
-	for c := range controllers {
-		names = append(names, c)
-	}
-	sort.Strings(names)
-	fmt.Printf("shape: %d packages, %d controllers (%s), no controller imports another, every Reconcile under %d lines\n",
-		len(pkgs), len(names), strings.Join(names, " "), maxReconcile)
+	return controllers, problems, nil
 }
 
-func list() ([]pkg, error) {
+func list(root string) ([]pkg, error) {
 	cmd := exec.Command("go", "list", "-json", "./internal/...")
+	cmd.Dir = root
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -112,7 +120,7 @@ func list() ([]pkg, error) {
 }
 
 // inspect reports whether a package declares controllers, and every Reconcile too long.
-func inspect(p pkg) (bool, []string, error) {
+func inspect(root string, p pkg) (bool, []string, error) {
 	fset := token.NewFileSet()
 	isController := false
 	var long []string
@@ -135,7 +143,7 @@ func inspect(p pkg) (bool, []string, error) {
 				start, end := fset.Position(fn.Pos()).Line, fset.Position(fn.End()).Line
 				if n := end - start + 1; n >= maxReconcile {
 					long = append(long, fmt.Sprintf("%s:%d: Reconcile is %d lines: split it into phase functions (limit %d)",
-						rel(module+strings.TrimPrefix(path, root()+"/")), start, n, maxReconcile))
+						strings.TrimPrefix(path, root+"/"), start, n, maxReconcile))
 				}
 			}
 		}
@@ -143,9 +151,10 @@ func inspect(p pkg) (bool, []string, error) {
 	return isController, long, nil
 }
 
-func rel(importPath string) string { return strings.TrimPrefix(importPath, module) }
-
-func root() string {
-	wd, _ := os.Getwd()
-	return wd
+// rel is an import path of the module relative to it: internal/binding.
+func rel(importPath string) string {
+	if i := strings.Index(importPath, "/internal/"); i >= 0 {
+		return importPath[i+1:]
+	}
+	return importPath
 }
