@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
-	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/cli"
 )
 
@@ -89,13 +88,7 @@ func TestDashboardPagesDoNotMultiplyControlPlaneLoad(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
 	ns := "dash-load"
-	out, err := flotilla("team", "create", ns, "--reader", "system:serviceaccounts:dash-load-readers", "--kubeconfig", fleet.Kubeconfig(""))
-	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
-	g.Eventually(func() int64 {
-		team := &tenancyv1alpha1.Team{}
-		_ = cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenancyv1alpha1.TeamName}, team)
-		return team.Status.ObservedGeneration
-	}).ShouldNot(gomega.BeZero())
+	createTeam(t, g, ns, "--reader", "system:serviceaccounts:dash-load-readers")
 	token := serviceAccountToken(t, g, "dash-load-readers", "viewer")
 	web := webDeployment(ns, 1)
 	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: web.ObjectMeta, Spec: policyv1alpha1.PropagationSpec{
