@@ -400,73 +400,10 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	if w != nil {
 		name = w.Name // written under an earlier version's naming: its member objects point at it
 	}
-	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
-	if err != nil {
-		return false, &renderError{err}
-	}
 	level := c.podSecurityLevel(b)
-	if err := overrideAndCheck(manifest, overriders, t.Name, level); err != nil {
-		return false, err
-	}
-	for _, src := range routed {
-		if src.err != nil {
-			return false, src.err
-		}
-		// After the overrides: the split is the release's, whatever a cluster's overrides say.
-		st := traffic.StateFor(src.revs, t.Name)
-		// Once a Service narrowed to a role it keeps one: falling back to the written selector
-		// while the workload is briefly not healthy would send the active traffic to both stacks.
-		st.PrimaryLabelled = st.PrimaryLabelled || src.primaryLabelled[t.Name] || selectsARole(w)
-		if err := traffic.Render(manifest, src.targets, st); err != nil {
-			return false, &renderError{fmt.Errorf("traffic of %s for cluster %s: %w", src.workload, t.Name, err)}
-		}
-	}
-	if revs := b.BindingSpec().Revisions; revs != nil && revs.Traffic != nil {
-		// The stable Service selects the primary's pods only, never the canary's.
-		if err := render.Role(manifest, traffic.RoleStable); err != nil {
-			return false, &renderError{err}
-		}
-	}
-	var manifests []workv1alpha1.Manifest
-	if b.BindingSpec().PropagateDeps {
-		deps, err := c.dependencies(ctx, tmpl, ns, name)
-		if err != nil {
-			return false, err
-		}
-		manifests = deps
-	}
-	if revs := b.BindingSpec().Revisions; revs != nil && revs.Traffic.Routed() && tmpl.GetKind() == "Deployment" {
-		svc, err := c.canaryService(ctx, tmpl.GetNamespace(), revs.Traffic, ns, name)
-		if err != nil {
-			return false, err
-		}
-		manifests = append(manifests, svc...)
-	}
-	if canary != nil {
-		m, err := render.Render(canary.template, in, render.Target{Replicas: canary.replicas, HasReplicas: true, WorkNamespace: ns, WorkName: name})
-		if err != nil {
-			return false, &renderError{err}
-		}
-		if err := overrideAndCheck(m, overriders, t.Name, level); err != nil {
-			return false, err
-		}
-		if err := render.Canary(m); err != nil {
-			return false, &renderError{err}
-		}
-		raw, err := m.MarshalJSON()
-		if err != nil {
-			return false, err
-		}
-		// Before the primary: the Work's last manifest is the template whose status it reports.
-		manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
-	}
-	raw, err := manifest.MarshalJSON()
+	manifests, err := c.renderManifests(ctx, b, tmpl, canary, in, hasReplicas, t, overriders, routed, w, ns, name, level)
 	if err != nil {
 		return false, err
-	}
-	manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
-	if err := checkWorkSize(tmpl, t.Name, manifests); err != nil {
-		return false, &renderError{err}
 	}
 	spec := workv1alpha1.WorkSpec{
 		Manifests:          manifests,
@@ -480,33 +417,20 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	if rev != 0 {
 		labels[workv1alpha1.RevisionLabel] = strconv.FormatInt(rev, 10)
 	}
-	var annotations map[string]string
-	if level != "" {
-		// The executor labels the member namespaces it creates for this Work with the level.
-		annotations = map[string]string{names.PodSecurityLevelAnnotation: level}
-	}
 	if w == nil {
-		if err := c.ensureExecutionNamespace(ctx, ns); err != nil {
-			return false, err
+		var annotations map[string]string
+		if level != "" {
+			// The executor labels the member namespaces it creates for this Work with the level.
+			annotations = map[string]string{names.PodSecurityLevelAnnotation: level}
 		}
 		w = &workv1alpha1.Work{
 			// Created with the executor's finalizer: one write less per Work.
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{names.ExecutorFinalizer}, Labels: labels, Annotations: annotations},
 			Spec:       spec,
 		}
-		if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("creating work %s/%s: %w", ns, name, err)
+		if err := c.createWork(ctx, b, t.Name, w); err != nil {
+			return false, err
 		}
-		// Only a first Work since the start is seeded: after one this process deleted (handed
-		// back, removed) the record no longer says what the member has.
-		_, had := c.hadWork.LoadOrStore(workKey(b, t.Name), true)
-		if st, ok := seededStatus(b, t.Name, w.Generation); ok && !had {
-			w.Status = st
-			if err := c.Client.Status().Update(ctx, w); err != nil {
-				return false, fmt.Errorf("seeding work %s/%s: %w", ns, name, err)
-			}
-		}
-		c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 		return true, nil
 	}
 	if workSpecEqual(w.Spec, spec) && w.Labels[workv1alpha1.RevisionLabel] == labels[workv1alpha1.RevisionLabel] &&
@@ -530,6 +454,102 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	}
 	c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 	return true, nil
+}
+
+// renderManifests renders what a cluster's Work carries: the template's dependencies, a routed
+// canary's Service, the canary, then the template itself (last: the Work reports its status),
+// each with the cluster's overrides, traffic and Pod Security checked.
+func (c *Controller) renderManifests(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, canary *canarySource, in interpret.Interpreter,
+	hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource, w *workv1alpha1.Work, ns, name, level string) ([]workv1alpha1.Manifest, error) {
+	manifest, err := render.Render(tmpl, in, render.Target{Replicas: t.Replicas, HasReplicas: hasReplicas, WorkNamespace: ns, WorkName: name})
+	if err != nil {
+		return nil, &renderError{err}
+	}
+	if err := overrideAndCheck(manifest, overriders, t.Name, level); err != nil {
+		return nil, err
+	}
+	for _, src := range routed {
+		if src.err != nil {
+			return nil, src.err
+		}
+		// After the overrides: the split is the release's, whatever a cluster's overrides say.
+		st := traffic.StateFor(src.revs, t.Name)
+		// Once a Service narrowed to a role it keeps one: falling back to the written selector
+		// while the workload is briefly not healthy would send the active traffic to both stacks.
+		st.PrimaryLabelled = st.PrimaryLabelled || src.primaryLabelled[t.Name] || selectsARole(w)
+		if err := traffic.Render(manifest, src.targets, st); err != nil {
+			return nil, &renderError{fmt.Errorf("traffic of %s for cluster %s: %w", src.workload, t.Name, err)}
+		}
+	}
+	revs := b.BindingSpec().Revisions
+	if revs != nil && revs.Traffic != nil {
+		// The stable Service selects the primary's pods only, never the canary's.
+		if err := render.Role(manifest, traffic.RoleStable); err != nil {
+			return nil, &renderError{err}
+		}
+	}
+	var manifests []workv1alpha1.Manifest
+	if b.BindingSpec().PropagateDeps {
+		if manifests, err = c.dependencies(ctx, tmpl, ns, name); err != nil {
+			return nil, err
+		}
+	}
+	if revs != nil && revs.Traffic.Routed() && tmpl.GetKind() == "Deployment" {
+		svc, err := c.canaryService(ctx, tmpl.GetNamespace(), revs.Traffic, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		manifests = append(manifests, svc...)
+	}
+	if canary != nil {
+		m, err := render.Render(canary.template, in, render.Target{Replicas: canary.replicas, HasReplicas: true, WorkNamespace: ns, WorkName: name})
+		if err != nil {
+			return nil, &renderError{err}
+		}
+		if err := overrideAndCheck(m, overriders, t.Name, level); err != nil {
+			return nil, err
+		}
+		if err := render.Canary(m); err != nil {
+			return nil, &renderError{err}
+		}
+		raw, err := m.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		// Before the primary: the Work's last manifest is the template whose status it reports.
+		manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	raw, err := manifest.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	manifests = append(manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	if err := checkWorkSize(tmpl, t.Name, manifests); err != nil {
+		return nil, &renderError{err}
+	}
+	return manifests, nil
+}
+
+// createWork creates a cluster's first Work in its execution namespace, seeded with what the
+// member last got when this process has had no Work there (it just started).
+func (c *Controller) createWork(ctx context.Context, b workv1alpha1.Binding, cluster string, w *workv1alpha1.Work) error {
+	if err := c.ensureExecutionNamespace(ctx, w.Namespace); err != nil {
+		return err
+	}
+	if err := c.Client.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating work %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	// Only a first Work since the start is seeded: after one this process deleted (handed
+	// back, removed) the record no longer says what the member has.
+	_, had := c.hadWork.LoadOrStore(workKey(b, cluster), true)
+	if st, ok := seededStatus(b, cluster, w.Generation); ok && !had {
+		w.Status = st
+		if err := c.Client.Status().Update(ctx, w); err != nil {
+			return fmt.Errorf("seeding work %s/%s: %w", w.Namespace, w.Name, err)
+		}
+	}
+	c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
+	return nil
 }
 
 // MaxWorkBytes bounds the manifests of one Work. etcd refuses a write over 1.5 MiB by default
