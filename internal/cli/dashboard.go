@@ -119,5 +119,5 @@ https://INVENTORY/dashboard/.`,
 	f.StringVar(&certFile, "tls-cert-file", "", "serve HTTPS with this certificate")
 	f.StringVar(&keyFile, "tls-key-file", "", "and this key")
 	f.BoolVar(&tokensOnly, "tokens-only", false, "no login link for your own identity: everyone logs in with a bearer token")
-	return withKubeFlags(g, cmd)
+	return cmd
 }

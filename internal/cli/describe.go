@@ -25,7 +25,6 @@ import (
 )
 
 func newDescribeCommand(g *globals) *cobra.Command {
-	var namespace string
 	cmd := &cobra.Command{
 		Use:   "describe KIND/NAME",
 		Short: "Show where a template runs: per-cluster placement, replicas, health, the policy that placed it and the last error",
@@ -41,14 +40,13 @@ func newDescribeCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := findBinding(cmd.Context(), c, kind, name, namespace)
+			b, err := findBinding(cmd.Context(), c, kind, name, g.templateNamespace())
 			if err != nil {
 				return err
 			}
 			return describeBinding(cmd.Context(), c, g.streams.Out, b)
 		},
 	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
 	return cmd
 }
 

@@ -86,9 +86,10 @@ func getJSON(c *http.Client, u string, into any) error {
 
 func newHistoryCommand(g *globals) *cobra.Command {
 	var (
-		app, cluster, team, cause, since, until, output, invURL string
-		limit                                                   int
-		watch                                                   bool
+		app, cluster, cause, since, until, output, invURL string
+		all                                               bool
+		limit                                             int
+		watch                                             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "history",
@@ -98,6 +99,10 @@ func newHistoryCommand(g *globals) *cobra.Command {
   %[1]s history -w`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			team := ""
+			if !all {
+				team = g.namespaceGiven()
+			}
 			if team != "" {
 				if errs := validation.IsDNS1123Label(team); len(errs) > 0 {
 					return fmt.Errorf("-n %q: a team is its namespace, so a DNS label (lower-case letters, digits and '-'): %s", team, strings.Join(errs, "; "))
@@ -173,7 +178,7 @@ func newHistoryCommand(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&app, "app", "", "one application")
 	f.StringVar(&cluster, "cluster", "", "one cluster")
-	f.StringVarP(&team, "namespace", "n", "", "one team (its namespace)")
+	f.BoolVarP(&all, "all-namespaces", "A", false, "every team you may read, whatever -n or the kubeconfig context says (the default when neither names a namespace)")
 	f.StringVar(&cause, "cause", "", "one cause: "+strings.Join(historian.Causes, ", "))
 	f.StringVar(&since, "since", "", "from this time (RFC 3339) or this long ago (24h)")
 	f.StringVar(&until, "until", "", "up to this time (RFC 3339) or this long ago")
@@ -181,11 +186,11 @@ func newHistoryCommand(g *globals) *cobra.Command {
 	f.BoolVarP(&watch, "watch", "w", false, "keep printing new records")
 	f.StringVarP(&output, "output", "o", "", "wide, json or yaml")
 	f.StringVar(&invURL, "inventory-url", "", "the inventory API (default: $FLOTILLA_INVENTORY_URL, else the local fleet's)")
-	return withKubeFlags(g, cmd)
+	return cmd
 }
 
 func newWhereCommand(g *globals) *cobra.Command {
-	var ns, output, invURL string
+	var output, invURL string
 	cmd := &cobra.Command{
 		Use:   "where app/NAME|KIND/NAME",
 		Short: "Where an application or template runs: per cluster its revision, health, since when, images, commit and why (the inventory API, as you)",
@@ -202,7 +207,7 @@ func newWhereCommand(g *globals) *cobra.Command {
 				return err
 			}
 			q := url.Values{}
-			q.Set("namespace", g.ns(ns))
+			q.Set("namespace", g.namespace())
 			switch strings.ToLower(kind) {
 			case "app", "application", "applications":
 				q.Set("application", name)
@@ -249,10 +254,9 @@ func newWhereCommand(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the kubeconfig context's)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml")
 	cmd.Flags().StringVar(&invURL, "inventory-url", "", "the inventory API (default: $FLOTILLA_INVENTORY_URL, else the local fleet's)")
-	return withKubeFlags(g, cmd)
+	return cmd
 }
 
 // kindOf turns a kubectl-style kind (deployment, deploy, Deployment) into the Kind.
@@ -389,5 +393,5 @@ no cluster) is shown with the reason in place of its clusters.`,
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the changed object (YAML or JSON; - for stdin)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml")
 	cmd.Flags().StringVar(&invURL, "inventory-url", "", "the inventory API (default: $FLOTILLA_INVENTORY_URL, else the local fleet's)")
-	return withKubeFlags(g, cmd)
+	return cmd
 }

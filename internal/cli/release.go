@@ -29,13 +29,14 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
-// Exit codes of `release watch` and `release status`, for CI gates.
+// Exit codes of `release watch` and `release status`, for CI gates; 1 and 2 (ExitUsage) mean
+// what they mean for every command.
 const (
 	// ExitReleaseFailed: the release ended without its revision running everywhere
 	// (RolledBack, Aborted, Superseded) or holds a Failed wave waiting for abort or retry.
-	ExitReleaseFailed = 2
+	ExitReleaseFailed = 3
 	// ExitTimeout: --timeout passed before the release finished.
-	ExitTimeout = 3
+	ExitTimeout = 4
 )
 
 // releaseTarget finds a template's binding and its newest release.
@@ -210,7 +211,6 @@ func (t *releaseTarget) patchSpec(ctx context.Context, change func(*rolloutv1alp
 }
 
 func newReleaseCommand(g *globals) *cobra.Command {
-	var namespace string
 	cmd := &cobra.Command{
 		Use:   "release",
 		Short: "Follow and steer the wave-by-wave release of a template's changes",
@@ -224,18 +224,17 @@ func newReleaseCommand(g *globals) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		return findRelease(cmd.Context(), c, args[0], namespace)
+		return findRelease(cmd.Context(), c, args[0], g.templateNamespace())
 	}
 	sub := func(use, short string, run func(cmd *cobra.Command, t *releaseTarget) error) *cobra.Command {
-		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: g.completeReleased, RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := target(cmd, args)
 			if err != nil {
 				return err
 			}
 			return run(cmd, t)
 		}}
-		c.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
-		return withKubeFlags(g, c)
+		return c
 	}
 	out := g.streams.Out
 	get := sub("get", "Show the release as a tree: waves, clusters, analysis", func(cmd *cobra.Command, t *releaseTarget) error {
@@ -247,26 +246,26 @@ func newReleaseCommand(g *globals) *cobra.Command {
 	})
 	var timeout time.Duration
 	waiting := func(use, short string, run func(ctx context.Context, t *releaseTarget) error) *cobra.Command {
-		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: g.completeReleased, RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.controlPlaneClient()
 			if err != nil {
 				return err
 			}
 			return withTimeout(cmd.Context(), timeout, func(ctx context.Context) error {
-				t, err := awaitRelease(ctx, out, c, args[0], namespace)
+				t, err := awaitRelease(ctx, out, c, args[0], g.templateNamespace())
 				if err != nil {
 					return err
 				}
 				return run(ctx, t)
 			})
 		}}
-		c.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
-		c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit code 3); 0 waits until the release ends")
-		return withKubeFlags(g, c)
+		c.Flags().DurationVar(&timeout, "timeout", 0, fmt.Sprintf("give up after this long (exit code %d); 0 waits until the release ends", ExitTimeout))
+		return c
 	}
 	exitCodes := fmt.Sprintf(`Exit codes: 0 the release succeeded; %d it was rolled back, aborted or superseded, a wave
 failed and waits for abort or retry, or the release is held by a problem only a fix ends (a
-missing AnalysisTemplate, an invalid header regex); %d --timeout passed first; 1 any other error.`, ExitReleaseFailed, ExitTimeout)
+missing AnalysisTemplate, an invalid header regex); %d --timeout passed first; %d wrong usage; 1 any
+other error.`, ExitReleaseFailed, ExitTimeout, ExitUsage)
 	watch := waiting("watch", "Show the release tree live until it finishes", func(ctx context.Context, t *releaseTarget) error {
 		return watchRelease(ctx, out, t)
 	})
