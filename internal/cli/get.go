@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/inventory"
 )
 
 // getResource is a kind `flotilla get` knows.
@@ -141,7 +142,15 @@ func (g *globals) getIn(ctx context.Context, res getResource, f *getFlags, ns, n
 			return err
 		}
 		rv = obj.(metav1.Common).GetResourceVersion()
-		if err := p.PrintObj(obj, out); err != nil {
+		if list, ok := obj.(*unstructured.UnstructuredList); ok && f.watch {
+			// Watching prints objects one by one, the listed ones too, as kubectl does: a
+			// jsonpath reads the same from every line.
+			for i := range list.Items {
+				if err := p.PrintObj(&list.Items[i], out); err != nil {
+					return err
+				}
+			}
+		} else if err := p.PrintObj(obj, out); err != nil {
 			return err
 		}
 	}
@@ -336,8 +345,8 @@ func (g *globals) eachReadableNamespace(ctx context.Context, res getResource, de
 }
 
 // visibleNamespaces are the namespaces the user can name: every Namespace when it may list
-// them, else those of the Teams it may list, else the namespaces of its kubeconfig contexts
-// and -n.
+// them, else those of the Teams it may list, of the workloads the inventory API shows it, of
+// its kubeconfig contexts, and -n.
 func (g *globals) visibleNamespaces(ctx context.Context) []string {
 	var out []string
 	if c, err := g.controlPlaneClient(); err == nil {
@@ -352,6 +361,20 @@ func (g *globals) visibleNamespaces(ctx context.Context) []string {
 		if c.List(ctx, teams) == nil {
 			for _, t := range teams.Items {
 				out = append(out, t.Namespace)
+			}
+		}
+	}
+	// The inventory API answers with the workloads of every team the user may read.
+	if hc, base, err := g.inventoryClient(""); err == nil {
+		hc.Timeout = 5 * time.Second
+		var placed struct {
+			Items []inventory.Workload `json:"items"`
+		}
+		if getJSON(hc, base+"/api/v1/applications", &placed) == nil {
+			for _, w := range placed.Items {
+				if w.Namespace != "" {
+					out = append(out, w.Namespace)
+				}
 			}
 		}
 	}
