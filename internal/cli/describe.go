@@ -355,7 +355,7 @@ func (a *adoption) summary(r workv1alpha1.ObjectReference) string {
 	adopted := a.in(adoptionAdopted)
 	wave := rel.Status.Wave
 	if wave == "" {
-		wave = waveName(rel)
+		wave = release.WaveName(rel)
 	}
 	msg := fmt.Sprintf("staged by release %s (%s, wave %s): %d of %d clusters adopted", rel.Name, orDash(string(rel.Status.Phase)), wave, len(adopted), len(a.order))
 	if rest := a.in(adoptionNotReached); len(rest) > 0 {
