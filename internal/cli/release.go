@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/kubectl/pkg/cmd/get"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
@@ -224,13 +225,27 @@ func newReleaseCommand(g *globals) *cobra.Command {
 		return c
 	}
 	out := g.streams.Out
-	get := sub("get", "Show the release as a tree: waves, clusters, analysis", func(cmd *cobra.Command, t *releaseTarget) error {
+	relPrint := get.NewGetPrintFlags()
+	getRelease := sub("get", "Show the release as a tree: waves, clusters, analysis (-o json|yaml|jsonpath=...: the Release object)", func(cmd *cobra.Command, t *releaseTarget) error {
+		if o := *relPrint.OutputFormat; o != "" && o != "wide" {
+			p, err := relPrint.ToPrinter()
+			if err != nil {
+				return fmt.Errorf("-o %q: use json, yaml, name, jsonpath=..., custom-columns=... or go-template=...; without -o the tree", o)
+			}
+			if err := t.needRelease(); err != nil {
+				return err
+			}
+			rel := t.release.DeepCopy()
+			rel.SetGroupVersionKind(rolloutv1alpha1.GroupVersion.WithKind("Release"))
+			return p.PrintObj(rel, out)
+		}
 		if t.pending {
 			fmt.Fprintf(out, "generation %d of the template is not recorded as a revision yet; its release starts in a moment (`%s release watch` waits for it). The latest release:\n",
 				t.generation, invokedName())
 		}
 		return printRelease(cmd.Context(), out, t)
 	})
+	relPrint.AddFlags(getRelease)
 	var timeout time.Duration
 	waiting := func(use, short string, run func(ctx context.Context, t *releaseTarget) error) *cobra.Command {
 		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: g.completeReleased, RunE: func(cmd *cobra.Command, args []string) error {
@@ -277,7 +292,7 @@ kubectl rollout status does; for CI gates. A change not recorded yet is waited f
 		return undoRelease(cmd.Context(), out, t, toRevision)
 	})
 	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to go back to (default: before the last release that went through, else the stable one)")
-	cmd.AddCommand(get, watch, status,
+	cmd.AddCommand(getRelease, watch, status,
 		steer("pause", "Hold the release where it is", nil),
 		steer("resume", "Go on after a pause", nil),
 		promote,
