@@ -253,7 +253,7 @@ func printWorks(ctx context.Context, g *globals, f *getFlags, name string) error
 
 // printClusterTable prints the clusters as kubectl does.
 func printClusterTable(ctx context.Context, cfg *rest.Config, out io.Writer, wide bool) error {
-	table, err := fetchTable(ctx, cfg, getResources["clusters"], "", "", "")
+	table, err := fetchTable(ctx, cfg, getResources["clusters"], tableRequest{})
 	if err != nil {
 		return err
 	}

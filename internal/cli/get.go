@@ -73,7 +73,17 @@ func (f *getFlags) printer() (printers.ResourcePrinter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-o %q: use one of %s", *f.print.OutputFormat, strings.Join(f.print.AllowedFormats(), ", "))
 	}
+	if by := f.sortBy(); by != "" {
+		p = &get.SortingPrinter{SortField: by, Delegate: p, Decoder: unstructured.UnstructuredJSONScheme}
+	}
 	return p, nil
+}
+
+func (f *getFlags) sortBy() string {
+	if by := f.print.HumanReadableFlags.SortBy; by != nil {
+		return *by
+	}
+	return ""
 }
 
 // scope is the namespace a listing of res reads, "" for every namespace: none for a
@@ -122,7 +132,7 @@ func (g *globals) getIn(ctx context.Context, res getResource, f *getFlags, ns, n
 	var rv string
 	var columns []metav1.TableColumnDefinition
 	if f.human() {
-		table, err := g.readTable(ctx, cfg, res, ns, name, f.selector)
+		table, err := g.readTable(ctx, cfg, res, tableRequest{ns: ns, name: name, selector: f.selector, full: f.sortBy() != ""})
 		if err != nil {
 			return err
 		}
@@ -202,16 +212,25 @@ func restClientFor(cfg *rest.Config, res getResource) (*rest.RESTClient, error) 
 
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
+// tableRequest is what a Table is asked for: one object (name) or those selector selects, in
+// ns ("" every namespace); full rows carry whole objects (for --sort-by), else their metadata.
+type tableRequest struct {
+	ns, name, selector string
+	full               bool
+}
+
 // readTable reads the server's Table of one object (name) or of those selector selects, in ns
 // or, when ns is "", in every namespace: those the user may read when it may not list them all.
-func (g *globals) readTable(ctx context.Context, cfg *rest.Config, res getResource, ns, name, selector string) (*metav1.Table, error) {
-	table, err := fetchTable(ctx, cfg, res, ns, name, selector)
-	if !apierrors.IsForbidden(err) || !res.namespaced || ns != "" {
+func (g *globals) readTable(ctx context.Context, cfg *rest.Config, res getResource, r tableRequest) (*metav1.Table, error) {
+	table, err := fetchTable(ctx, cfg, res, r)
+	if !apierrors.IsForbidden(err) || !res.namespaced || r.ns != "" {
 		return table, err
 	}
 	merged := &metav1.Table{}
 	err = g.eachReadableNamespace(ctx, res, err, func(ns string) error {
-		t, err := fetchTable(ctx, cfg, res, ns, name, selector)
+		in := r
+		in.ns = ns
+		t, err := fetchTable(ctx, cfg, res, in)
 		if err == nil {
 			merged.ColumnDefinitions = t.ColumnDefinitions
 			merged.Rows = append(merged.Rows, t.Rows...)
@@ -221,22 +240,26 @@ func (g *globals) readTable(ctx context.Context, cfg *rest.Config, res getResour
 	return merged, err
 }
 
-func fetchTable(ctx context.Context, cfg *rest.Config, res getResource, ns, name, selector string) (*metav1.Table, error) {
+func fetchTable(ctx context.Context, cfg *rest.Config, res getResource, r tableRequest) (*metav1.Table, error) {
 	rc, err := restClientFor(cfg, res)
 	if err != nil {
 		return nil, err
 	}
 	req := rc.Get().Resource(res.resource)
-	if res.namespaced && ns != "" {
-		req = req.Namespace(ns)
+	if res.namespaced && r.ns != "" {
+		req = req.Namespace(r.ns)
 	}
-	if name != "" {
-		req = req.Name(name)
+	if r.name != "" {
+		req = req.Name(r.name)
 	}
-	if selector != "" {
-		req = req.Param("labelSelector", selector)
+	if r.selector != "" {
+		req = req.Param("labelSelector", r.selector)
 	}
-	result := req.SetHeader("Accept", tableAccept).Param("includeObject", "Metadata").Do(ctx)
+	include := "Metadata"
+	if r.full {
+		include = "Object"
+	}
+	result := req.SetHeader("Accept", tableAccept).Param("includeObject", include).Do(ctx)
 	raw, err := result.Raw()
 	if err != nil {
 		// A refusal comes as a Status the table serializer cannot decode ("unknown"): its
@@ -258,12 +281,12 @@ func fetchTable(ctx context.Context, cfg *rest.Config, res getResource, ns, name
 }
 
 // withRowObjects decodes each row's object: the printer reads its namespace (and labels for
-// --show-labels) from the object's metadata.
+// --show-labels) from the object's metadata, --sort-by any field of it.
 func withRowObjects(table *metav1.Table) {
 	for i := range table.Rows {
-		pom := &metav1.PartialObjectMetadata{}
-		if len(table.Rows[i].Object.Raw) > 0 && json.Unmarshal(table.Rows[i].Object.Raw, pom) == nil {
-			table.Rows[i].Object.Object = pom
+		obj := &unstructured.Unstructured{}
+		if len(table.Rows[i].Object.Raw) > 0 && json.Unmarshal(table.Rows[i].Object.Raw, &obj.Object) == nil {
+			table.Rows[i].Object.Object = obj
 		}
 	}
 }

@@ -74,10 +74,39 @@ func TestCLIGetReadsLikeKubectl(t *testing.T) {
 	out, err = flotilla("get", "applications", "-A", "-l", "tier=web", "-o", "name", "--kubeconfig", admin)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(strings.TrimSpace(out)).To(gomega.Equal("application.apps.flotilla.dev/a-web"))
+	out, err = flotilla("get", "applications", "-A", "-l", "tier", "--sort-by", "{.metadata.labels.tier}", "--kubeconfig", admin)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(strings.Index(out, "b-db")).To(gomega.BeNumerically("<", strings.Index(out, "a-web")), "--sort-by tier: db before web\n%s", out)
 	out, err = flotilla("get", "clusters", "-l", "region=us-east", "-o", "jsonpath={.items[*].metadata.name}", "--kubeconfig", admin)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(strings.Fields(out)).To(gomega.ContainElement("east"))
 	g.Expect(strings.Fields(out)).NotTo(gomega.ContainElement("west"))
+
+	// Bindings, works, target policies and history: a TargetPolicy places team A's web
+	// applications on us-east.
+	out, err = flotilla("target", "create", "web-east", "-n", teamA, "--apps", "tier=web", "--clusters", "region=us-east", "--kubeconfig", admin)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	out, err = flotilla("get", "targetpolicies", "-A", "-o", "jsonpath={.items[*].metadata.name}", "--kubeconfig", admin)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(strings.Fields(out)).To(gomega.ContainElement("web-east"))
+	out, err = flotilla("get", "clustertargetpolicies", "-o", "jsonpath={.kind}", "--kubeconfig", admin)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.Equal("ClusterTargetPolicyList"))
+	out, err = flotilla("get", "clusterbindings", "-o", "jsonpath={.kind}", "--kubeconfig", admin)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.Equal("ClusterResourceBindingList"))
+	g.Eventually(func() []string {
+		out, _ := flotilla("get", "bindings", "-n", teamA, "-o", "jsonpath={.items[*].spec.resource.name}", "--kubeconfig", admin)
+		return strings.Fields(out)
+	}).Should(gomega.ContainElement("a-web"))
+	g.Eventually(func() string {
+		out, _ := flotilla("get", "works", "-A", "--kubeconfig", admin)
+		return out
+	}).Should(gomega.MatchRegexp(`flotilla-es-east\s+` + teamA + `\.a-web-configmap\s+east`))
+	g.Eventually(func() []string {
+		out, _ := flotilla("history", "-n", teamA, "-o", "jsonpath={.items[*].cluster}", "--kubeconfig", admin)
+		return strings.Fields(out)
+	}).Should(gomega.ContainElement("east"))
 
 	// -n from the kubeconfig context: a context whose namespace is team B lists team B's
 	// applications without -n.
