@@ -422,7 +422,7 @@ func watchResource(ctx context.Context, cfg *rest.Config, res getResource, ns, n
 		return err
 	}
 	for {
-		req := rc.Get().Resource(res.resource).Param("watch", "true").Param("allowWatchBookmarks", "true")
+		req := rc.Get().Resource(res.resource).Param("watch", "true")
 		if res.namespaced && ns != "" {
 			req = req.Namespace(ns)
 		}
