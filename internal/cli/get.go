@@ -131,12 +131,17 @@ func (g *globals) getIn(ctx context.Context, res getResource, f *getFlags, ns, n
 	out := g.streams.Out
 	var rv string
 	var columns []metav1.TableColumnDefinition
+	headerShown := false
 	if f.human() {
 		table, err := g.readTable(ctx, cfg, res, tableRequest{ns: ns, name: name, selector: f.selector, full: f.sortBy() != ""})
 		if err != nil {
 			return err
 		}
 		rv, columns = table.ResourceVersion, table.ColumnDefinitions
+		if obj, ok := rowObject(table); ok && rv == "" { // the Table of one object
+			rv = obj.GetResourceVersion()
+		}
+		headerShown = len(table.Rows) > 0
 		if len(table.Rows) == 0 && !f.watch {
 			if ns != "" {
 				fmt.Fprintf(out, "No %s found in %s namespace.\n", res.resource, ns)
@@ -172,10 +177,11 @@ func (g *globals) getIn(ctx context.Context, res getResource, f *getFlags, ns, n
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
 		defer cancel()
 	}
+	rows := p
 	if f.human() {
 		// Rows go on under the list's header, as kubectl prints them.
 		*f.print.NoHeaders = true
-		if p, err = f.printer(); err != nil {
+		if rows, err = f.printer(); err != nil {
 			return err
 		}
 	}
@@ -190,7 +196,11 @@ func (g *globals) getIn(ctx context.Context, res getResource, f *getFlags, ns, n
 			}
 			columns = table.ColumnDefinitions
 			withRowObjects(table)
-			return p.PrintObj(table, out)
+			if !headerShown {
+				headerShown = true
+				return p.PrintObj(table, out)
+			}
+			return rows.PrintObj(table, out)
 		}
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(raw); err != nil {
@@ -278,6 +288,15 @@ func fetchTable(ctx context.Context, cfg *rest.Config, res getResource, r tableR
 	}
 	withRowObjects(table)
 	return table, nil
+}
+
+// rowObject is the object of a Table's only row.
+func rowObject(table *metav1.Table) (*unstructured.Unstructured, bool) {
+	if len(table.Rows) != 1 {
+		return nil, false
+	}
+	obj, ok := table.Rows[0].Object.Object.(*unstructured.Unstructured)
+	return obj, ok
 }
 
 // withRowObjects decodes each row's object: the printer reads its namespace (and labels for
