@@ -220,3 +220,17 @@ func TestNamespaceComesFromTheKubeconfigContext(t *testing.T) {
 		})
 	}
 }
+
+// completion prints cobra's scripts; get completes its kinds without a control plane.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		out, err := run(t, "completion", shell)
+		if err != nil || !strings.Contains(out, "flotilla") {
+			t.Errorf("completion %s: %v\n%.200s", shell, err, out)
+		}
+	}
+	out, err := run(t, "__complete", "get", "cl")
+	if err != nil || !strings.Contains(out, "clusters\n") || !strings.Contains(out, "clusterbindings\n") || strings.Contains(out, "works") {
+		t.Errorf("get cl<TAB>: %v\n%s", err, out)
+	}
+}
