@@ -13,7 +13,7 @@ interop() { "$root/hack/build-interop.sh"; }
 
 stamp=$bin/.tools-stamp
 want=$(cat "$mod/go.mod" "$mod/go.sum" "$0" | sha256sum | cut -d' ' -f1)
-tools=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok controller-gen)
+tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok controller-gen)
 have_all=1
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || have_all=0; done
 if [ "$have_all" = 1 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
@@ -43,6 +43,8 @@ build controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kflags"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kflags"
+# The README's commands use kubectl; the one of the same release as the control plane.
+build kubectl k8s.io/kubernetes/cmd/kubectl "$kflags"
 
 # kwok's stage definitions ship in its module; keep a copy beside the binaries.
 kwokdir=$(cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)

@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package tools pins the binaries the local fleet and code generation run: the Kubernetes
-// control-plane components, etcd, kwok and controller-gen. `make tools` builds them into bin/.
+// control-plane components and kubectl, etcd, kwok and controller-gen. `make tools` builds them into bin/.
 package tools
 
 import (
@@ -9,6 +9,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
 )

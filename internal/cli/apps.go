@@ -12,10 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -38,67 +36,6 @@ func init() {
 	}
 }
 
-// listFlags are kubectl's flags for reading: -o, -n (default: the kubeconfig context's), -A, -l.
-type listFlags struct {
-	output, namespace, selector string
-	all                         bool
-}
-
-func (f *listFlags) add(cmd *cobra.Command, namespaced bool) {
-	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: wide, json, yaml or name")
-	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "label selector, e.g. team=shop,tier!=edge")
-	if namespaced {
-		cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace (default: the kubeconfig context's)")
-		cmd.Flags().BoolVarP(&f.all, "all-namespaces", "A", false, "every namespace")
-	}
-}
-
-// ns is the namespace to act in: -n, else the kubeconfig context's, else default.
-func (g *globals) ns(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if g.kube.Namespace != nil && *g.kube.Namespace != "" {
-		return *g.kube.Namespace
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if *g.kube.KubeConfig != "" {
-		rules.ExplicitPath = *g.kube.KubeConfig
-	} else if os.Getenv("KUBECONFIG") == "" {
-		rules.ExplicitPath = g.localKubeconfig()
-	}
-	overrides := &clientcmd.ConfigOverrides{}
-	if g.kube.Context != nil {
-		overrides.CurrentContext = *g.kube.Context
-	}
-	if ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).Namespace(); err == nil && ns != "" {
-		return ns
-	}
-	return metav1.NamespaceDefault
-}
-
-// show prints one resource, or a list of it, with kubectl's conventions.
-func (g *globals) show(cmd *cobra.Command, res getResource, f listFlags, name string) error {
-	if _, err := labels.Parse(f.selector); err != nil {
-		return fmt.Errorf("-l %q: %w", f.selector, err)
-	}
-	ns := ""
-	if res.namespaced && !f.all {
-		ns = g.ns(f.namespace)
-	}
-	switch f.output {
-	case "", "wide":
-		cfg, err := g.controlPlaneConfig()
-		if err != nil {
-			return err
-		}
-		return printTableSelected(cmd.Context(), cfg, g.streams.Out, res, ns, name, f.selector, f.output == "wide")
-	case "json", "yaml", "name":
-		return printObjectsSelected(cmd.Context(), g, res, ns, name, f.selector, f.output)
-	}
-	return fmt.Errorf("-o %q: use wide, json, yaml or name", f.output)
-}
-
 func newAppCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
@@ -113,7 +50,6 @@ func newAppCommand(g *globals) *cobra.Command {
 		repo, revision, path, secret, description, file string
 		interval                                        time.Duration
 		labelList                                       []string
-		lf                                              listFlags
 	)
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -124,7 +60,7 @@ func newAppCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: g.ns(lf.namespace), Name: args[0], Labels: lbls}}
+			app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: g.namespace(), Name: args[0], Labels: lbls}}
 			app.Spec.Description = description
 			switch {
 			case repo != "" && file != "":
@@ -165,23 +101,24 @@ func newAppCommand(g *globals) *cobra.Command {
 	create.Flags().StringVarP(&file, "filename", "f", "", "a YAML file of manifests to carry inline")
 	create.Flags().StringVar(&description, "description", "", "what the application is")
 	create.Flags().StringSliceVarP(&labelList, "label", "l", nil, "label of the application (its metadata), key=value, repeatable")
-	create.Flags().StringVarP(&lf.namespace, "namespace", "n", "", "the team's namespace (default: the kubeconfig context's)")
 
-	var glf listFlags
+	glf := newGetFlags()
 	list := &cobra.Command{
-		Use: "list", Short: "List Applications as kubectl does", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return g.show(cmd, getResources["applications"], glf, "") },
-	}
-	glf.add(list, true)
-	var one listFlags
-	get := &cobra.Command{
-		Use: "get NAME", Short: "Show one Application (-o yaml|json|wide|name)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.show(cmd, getResources["applications"], one, args[0])
+		Use: "list", Short: "List Applications as kubectl does (-o, -l, -A, -w as in get)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.get(cmd.Context(), getResources["applications"], glf, "")
 		},
 	}
-	one.add(get, true)
-	var syncNS string
+	glf.add(list, true)
+	one := newGetFlags()
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Show one Application (-o yaml|json|wide|name|jsonpath=...)", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: g.completeNames(getResources["applications"]),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.get(cmd.Context(), getResources["applications"], one, args[0])
+		},
+	}
+	one.add(get, false)
 	sync := &cobra.Command{
 		Use: "sync NAME", Short: "Fetch the Application's source now instead of at the next poll", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -189,7 +126,7 @@ func newAppCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: g.ns(syncNS), Name: args[0]}}
+			app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: g.namespace(), Name: args[0]}}
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, appsv1alpha1.RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
 			if err := c.Patch(cmd.Context(), app, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 				return err
@@ -197,10 +134,6 @@ func newAppCommand(g *globals) *cobra.Command {
 			fmt.Fprintf(g.streams.Out, "application/%s sync requested\n", args[0])
 			return nil
 		},
-	}
-	sync.Flags().StringVarP(&syncNS, "namespace", "n", "", "namespace (default: the kubeconfig context's)")
-	for _, c := range []*cobra.Command{create, list, get, sync} {
-		withKubeFlags(g, c)
 	}
 	cmd.AddCommand(create, list, get, sync)
 	return cmd
@@ -215,8 +148,8 @@ func newTargetCommand(g *globals) *cobra.Command {
   %[1]s target list -A`, invokedName()),
 	}
 	var (
-		apps, clusters, ns string
-		clusterWide        bool
+		apps, clusters string
+		clusterWide    bool
 	)
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -243,7 +176,7 @@ func newTargetCommand(g *globals) *cobra.Command {
 					sp.AppSelector, sp.ClusterSelector = spec.AppSelector, spec.ClusterSelector
 				})
 			}
-			p := &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: g.ns(ns), Name: args[0]}, Spec: spec}
+			p := &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: g.namespace(), Name: args[0]}, Spec: spec}
 			return createOrUpdate(cmd, g, c, p, func(cur client.Object) {
 				sp := &cur.(*appsv1alpha1.TargetPolicy).Spec
 				sp.AppSelector, sp.ClusterSelector = spec.AppSelector, spec.ClusterSelector
@@ -253,36 +186,32 @@ func newTargetCommand(g *globals) *cobra.Command {
 	create.Flags().StringVar(&apps, "apps", "", "label selector of the Applications, e.g. common=true")
 	create.Flags().StringVar(&clusters, "clusters", "", "label selector of the Clusters, e.g. region=east,gpu=true")
 	create.Flags().BoolVar(&clusterWide, "cluster-wide", false, "a ClusterTargetPolicy: the platform's, selecting applications of every namespace")
-	create.Flags().StringVarP(&ns, "namespace", "n", "", "the team's namespace (default: the kubeconfig context's)")
-	var glf listFlags
+	glf := newGetFlags()
 	var wide bool
 	list := &cobra.Command{
-		Use: "list", Short: "List TargetPolicies (--cluster-wide: ClusterTargetPolicies)", Args: cobra.NoArgs,
+		Use: "list", Short: "List TargetPolicies (--cluster-wide: ClusterTargetPolicies); -o, -l, -A, -w as in get", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if wide {
-				return g.show(cmd, getResources["clustertargetpolicies"], glf, "")
+				return g.get(cmd.Context(), getResources["clustertargetpolicies"], glf, "")
 			}
-			return g.show(cmd, getResources["targetpolicies"], glf, "")
+			return g.get(cmd.Context(), getResources["targetpolicies"], glf, "")
 		},
 	}
 	glf.add(list, true)
 	list.Flags().BoolVar(&wide, "cluster-wide", false, "list ClusterTargetPolicies")
-	var one listFlags
+	one := newGetFlags()
 	var oneWide bool
 	get := &cobra.Command{
 		Use: "get NAME", Short: "Show one TargetPolicy (--cluster-wide: a ClusterTargetPolicy)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if oneWide {
-				return g.show(cmd, getResources["clustertargetpolicies"], one, args[0])
+				return g.get(cmd.Context(), getResources["clustertargetpolicies"], one, args[0])
 			}
-			return g.show(cmd, getResources["targetpolicies"], one, args[0])
+			return g.get(cmd.Context(), getResources["targetpolicies"], one, args[0])
 		},
 	}
-	one.add(get, true)
+	one.add(get, false)
 	get.Flags().BoolVar(&oneWide, "cluster-wide", false, "a ClusterTargetPolicy")
-	for _, c := range []*cobra.Command{create, list, get} {
-		withKubeFlags(g, c)
-	}
 	cmd.AddCommand(create, list, get)
 	return cmd
 }

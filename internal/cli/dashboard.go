@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,30 +8,20 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/dashboard"
+	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
 // steerRelease is the dashboard's release actions: the checks and answers of `flotilla
-// release VERB`, on the release the user clicked, as that user.
+// release VERB` (package release), on the release the user clicked, as that user.
 func steerRelease(ctx context.Context, c client.Client, namespace, name, verb string) (string, error) {
-	rel := &rolloutv1alpha1.Release{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rel); err != nil {
-		return "", err
-	}
-	var out bytes.Buffer
-	t := &releaseTarget{c: c, release: rel}
-	if err := t.steer(ctx, &out, verb, false); err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(out.String()), nil
+	return release.Steer(ctx, c, namespace, name, verb, release.SteerOptions{Command: invokedName()})
 }
 
 func newDashboardCommand(g *globals) *cobra.Command {
@@ -119,5 +108,5 @@ https://INVENTORY/dashboard/.`,
 	f.StringVar(&certFile, "tls-cert-file", "", "serve HTTPS with this certificate")
 	f.StringVar(&keyFile, "tls-key-file", "", "and this key")
 	f.BoolVar(&tokensOnly, "tokens-only", false, "no login link for your own identity: everyone logs in with a bearer token")
-	return withKubeFlags(g, cmd)
+	return cmd
 }

@@ -26,7 +26,6 @@ import (
 )
 
 func newDescribeCommand(g *globals) *cobra.Command {
-	var namespace string
 	cmd := &cobra.Command{
 		Use:   "describe KIND/NAME",
 		Short: "Show where a template runs: per-cluster placement, replicas, health, the policy that placed it and the last error",
@@ -42,14 +41,13 @@ func newDescribeCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := findBinding(cmd.Context(), c, kind, name, namespace)
+			b, err := findBinding(cmd.Context(), c, kind, name, g.templateNamespace())
 			if err != nil {
 				return err
 			}
 			return describeBinding(cmd.Context(), c, g.streams.Out, b)
 		},
 	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
 	return cmd
 }
 
@@ -358,7 +356,7 @@ func (a *adoption) summary(r workv1alpha1.ObjectReference) string {
 	adopted := a.in(adoptionAdopted)
 	wave := rel.Status.Wave
 	if wave == "" {
-		wave = waveName(rel)
+		wave = release.WaveName(rel)
 	}
 	msg := fmt.Sprintf("staged by release %s (%s, wave %s): %d of %d clusters adopted", rel.Name, orDash(string(rel.Status.Phase)), wave, len(adopted), len(a.order))
 	if rest := a.in(adoptionNotReached); len(rest) > 0 {

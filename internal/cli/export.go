@@ -50,7 +50,8 @@ type argoDestination struct {
 
 func newExportCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "export", Short: "Export the fleet's state for other tools"}
-	var cluster, ns, argoNS, project, server, invURL string
+	var cluster, argoNS, project, server, invURL string
+	var all bool
 	argocd := &cobra.Command{
 		Use:   "argocd --cluster C",
 		Short: "Argo CD Applications for every git application placed on a cluster, pinned to the commit in force there (for an Argo CD in that cluster that pulls)",
@@ -66,7 +67,7 @@ func newExportCommand(g *globals) *cobra.Command {
 				return err
 			}
 			q := url.Values{"cluster": {cluster}}
-			if ns != "" {
+			if ns := g.namespaceGiven(); ns != "" && !all {
 				q.Set("namespace", ns)
 			}
 			var out struct {
@@ -145,12 +146,11 @@ func newExportCommand(g *globals) *cobra.Command {
 	}
 	f := argocd.Flags()
 	f.StringVar(&cluster, "cluster", "", "the cluster whose own Argo CD pulls")
-	f.StringVarP(&ns, "namespace", "n", "", "only this team's applications (default: every team you may read)")
+	f.BoolVarP(&all, "all-namespaces", "A", false, "every team you may read, whatever -n or the kubeconfig context says (the default when neither names a namespace)")
 	f.StringVar(&argoNS, "argocd-namespace", "argocd", "namespace of the Argo CD Applications")
 	f.StringVar(&project, "project", "default", "Argo CD project")
 	f.StringVar(&server, "destination-server", "https://kubernetes.default.svc", "destination of the Applications: the cluster Argo CD runs in")
 	f.StringVar(&invURL, "inventory-url", "", "the inventory API (default: $FLOTILLA_INVENTORY_URL, else the local fleet's)")
-	withKubeFlags(g, argocd)
 	cmd.AddCommand(argocd)
 	return cmd
 }

@@ -14,8 +14,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/cmd/get"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/internal/history"
@@ -86,10 +90,12 @@ func getJSON(c *http.Client, u string, into any) error {
 
 func newHistoryCommand(g *globals) *cobra.Command {
 	var (
-		app, cluster, team, cause, since, until, output, invURL string
-		limit                                                   int
-		watch                                                   bool
+		app, cluster, cause, since, until, invURL string
+		all                                       bool
+		limit                                     int
+		watch                                     bool
 	)
+	pf := get.NewGetPrintFlags()
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "What changed in the fleet, in order: per application, cluster or team, with causes and actors (the inventory API, as you)",
@@ -98,6 +104,10 @@ func newHistoryCommand(g *globals) *cobra.Command {
   %[1]s history -w`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			team := ""
+			if !all {
+				team = g.namespaceGiven()
+			}
 			if team != "" {
 				if errs := validation.IsDNS1123Label(team); len(errs) > 0 {
 					return fmt.Errorf("-n %q: a team is its namespace, so a DNS label (lower-case letters, digits and '-'): %s", team, strings.Join(errs, "; "))
@@ -114,6 +124,11 @@ func newHistoryCommand(g *globals) *cobra.Command {
 				}
 			}
 			q.Set("limit", fmt.Sprint(limit))
+			output := *pf.OutputFormat
+			p, err := pf.ToPrinter()
+			if err != nil || output == "name" {
+				return fmt.Errorf("-o %q: use wide, json, yaml, jsonpath=..., custom-columns=... or go-template=...", output)
+			}
 			var page inventory.HistoryPage
 			if err := getJSON(c, base+"/api/v1/history?"+q.Encode(), &page); err != nil {
 				return err
@@ -123,7 +138,15 @@ func newHistoryCommand(g *globals) *cobra.Command {
 				return printData(g.streams.Out, output, page)
 			case "", "wide":
 			default:
-				return fmt.Errorf("-o %q: use wide, json or yaml", output)
+				// The other printers read the records as objects: a list, or one per line with -w.
+				records, err := historyObjects(page.Items)
+				if err != nil {
+					return err
+				}
+				if !watch {
+					return p.PrintObj(records, g.streams.Out)
+				}
+				p = printEach{p}
 			}
 			items := slices.Clone(page.Items)
 			slices.Reverse(items) // oldest first, as a log reads
@@ -132,7 +155,9 @@ func newHistoryCommand(g *globals) *cobra.Command {
 			if output == "wide" {
 				header += "\tIMAGES\tCOMMIT\tACTOR"
 			}
-			fmt.Fprintln(tw, header)
+			if (output == "" || output == "wide") && !*pf.NoHeaders {
+				fmt.Fprintln(tw, header)
+			}
 			seen := map[string]bool{}
 			print := func(items []inventory.HistoryItem) {
 				for _, it := range items {
@@ -140,6 +165,12 @@ func newHistoryCommand(g *globals) *cobra.Command {
 						continue
 					}
 					seen[it.ID] = true
+					if output != "" && output != "wide" {
+						if records, err := historyObjects([]inventory.HistoryItem{it}); err == nil {
+							_ = p.PrintObj(records, g.streams.Out)
+						}
+						continue
+					}
 					line := fmt.Sprintf("%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%s", it.Time.Local().Format("2006-01-02 15:04:05"), orDash(it.Team), orDash(it.Application),
 						strings.ToLower(it.Kind), it.Name, it.Cluster, revisions(it), it.Cause, it.Outcome, orDash(it.CauseDetail))
 					if output == "wide" {
@@ -173,19 +204,19 @@ func newHistoryCommand(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&app, "app", "", "one application")
 	f.StringVar(&cluster, "cluster", "", "one cluster")
-	f.StringVarP(&team, "namespace", "n", "", "one team (its namespace)")
+	f.BoolVarP(&all, "all-namespaces", "A", false, "every team you may read, whatever -n or the kubeconfig context says (the default when neither names a namespace)")
 	f.StringVar(&cause, "cause", "", "one cause: "+strings.Join(history.Causes, ", "))
 	f.StringVar(&since, "since", "", "from this time (RFC 3339) or this long ago (24h)")
 	f.StringVar(&until, "until", "", "up to this time (RFC 3339) or this long ago")
 	f.IntVar(&limit, "limit", 100, "records (1-1000)")
 	f.BoolVarP(&watch, "watch", "w", false, "keep printing new records")
-	f.StringVarP(&output, "output", "o", "", "wide, json or yaml")
+	pf.AddFlags(cmd)
 	f.StringVar(&invURL, "inventory-url", "", "the inventory API (default: $FLOTILLA_INVENTORY_URL, else the local fleet's)")
-	return withKubeFlags(g, cmd)
+	return cmd
 }
 
 func newWhereCommand(g *globals) *cobra.Command {
-	var ns, output, invURL string
+	var output, invURL string
 	cmd := &cobra.Command{
 		Use:   "where app/NAME|KIND/NAME",
 		Short: "Where an application or template runs: per cluster its revision, health, since when, images, commit and why (the inventory API, as you)",
@@ -202,7 +233,7 @@ func newWhereCommand(g *globals) *cobra.Command {
 				return err
 			}
 			q := url.Values{}
-			q.Set("namespace", g.ns(ns))
+			q.Set("namespace", g.namespace())
 			switch strings.ToLower(kind) {
 			case "app", "application", "applications":
 				q.Set("application", name)
@@ -249,10 +280,9 @@ func newWhereCommand(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the kubeconfig context's)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml")
 	cmd.Flags().StringVar(&invURL, "inventory-url", "", "the inventory API (default: $FLOTILLA_INVENTORY_URL, else the local fleet's)")
-	return withKubeFlags(g, cmd)
+	return cmd
 }
 
 // kindOf turns a kubectl-style kind (deployment, deploy, Deployment) into the Kind.
@@ -288,6 +318,40 @@ func shortCommit(c string) string {
 		return c[:12]
 	}
 	return c
+}
+
+// historyObjects are history records as a list of objects, for the printers of -o jsonpath,
+// custom-columns and go-template.
+func historyObjects(items []inventory.HistoryItem) (*unstructured.UnstructuredList, error) {
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
+	for _, it := range items {
+		data, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		obj := map[string]any{}
+		if err := json.Unmarshal(data, &obj); err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, unstructured.Unstructured{Object: obj})
+	}
+	return list, nil
+}
+
+// printEach prints the items of a list one by one, as watching does.
+type printEach struct{ printers.ResourcePrinter }
+
+func (p printEach) PrintObj(obj runtime.Object, w io.Writer) error {
+	list, ok := obj.(*unstructured.UnstructuredList)
+	if !ok {
+		return p.ResourcePrinter.PrintObj(obj, w)
+	}
+	for i := range list.Items {
+		if err := p.ResourcePrinter.PrintObj(&list.Items[i], w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func printData(out io.Writer, format string, v any) error {
@@ -389,5 +453,5 @@ no cluster) is shown with the reason in place of its clusters.`,
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the changed object (YAML or JSON; - for stdin)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml")
 	cmd.Flags().StringVar(&invURL, "inventory-url", "", "the inventory API (default: $FLOTILLA_INVENTORY_URL, else the local fleet's)")
-	return withKubeFlags(g, cmd)
+	return cmd
 }

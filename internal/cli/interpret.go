@@ -191,7 +191,7 @@ func newCustomizationsCommand(g *globals) *cobra.Command {
 			return w.Flush()
 		},
 	})
-	cmd.AddCommand(withKubeFlags(g, &cobra.Command{
+	cmd.AddCommand(&cobra.Command{
 		Use:   "install [NAME...]",
 		Short: "Apply bundled customizations (all when no name is given) to the control plane",
 		RunE: func(cmd *cobra.Command, names []string) error {
@@ -201,7 +201,7 @@ func newCustomizationsCommand(g *globals) *cobra.Command {
 			}
 			return installBundled(cmd.Context(), c, names, func(name string) { fmt.Fprintf(g.streams.Out, "resourceinterpretercustomization/%s applied\n", name) })
 		},
-	}))
+	})
 	return cmd
 }
 

@@ -72,7 +72,6 @@ func newControllerManagerCommand(g *globals) *cobra.Command {
 	fs.StringVar(&o.Inventory.ClientCAFile, "inventory-client-ca-file", "", "accept client certificates of this CA (the control plane's client CA); bearer tokens are checked with TokenReview")
 	fs.StringSliceVar(&o.Inventory.AuditClientNames, "audit-webhook-client-names", nil, "take the control plane's audit events (its --audit-webhook-config-file pointing at https://INVENTORY/audit/v1/events, with internal/audit/policy.yaml as --audit-policy-file) from client certificates with these common names, so history names the user behind each change; off when empty")
 	fs.BoolVar(&o.Inventory.Dashboard, "dashboard", false, "serve the web dashboard at https://INVENTORY/dashboard/ (needs --inventory-bind-address); users log in with bearer tokens and read and act with them")
-	o.Inventory.Steer = steerRelease
 	fs.BoolVar(&o.GitWebhookRequireSignature, "git-webhook-require-signature", false, "refuse unsigned git push webhooks (POST /hooks/git) for every Team; without it, pushes for the Applications of a Team that names no spec.webhook.secretRef need no signature")
 	fs.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for the git trees Applications render from (default: the user cache directory's flotilla/git)")
 	fs.Int64Var(&o.Git.MaxFetchMiB, "git-max-fetch-mib", o.Git.MaxFetchMiB, "MiB one git listing or fetch of an Application may receive")

@@ -13,12 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
+	"k8s.io/kubectl/pkg/cmd/get"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
@@ -30,13 +28,14 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
-// Exit codes of `release watch` and `release status`, for CI gates.
+// Exit codes of `release watch` and `release status`, for CI gates; 1 and 2 (ExitUsage) mean
+// what they mean for every command.
 const (
 	// ExitReleaseFailed: the release ended without its revision running everywhere
 	// (RolledBack, Aborted, Superseded) or holds a Failed wave waiting for abort or retry.
-	ExitReleaseFailed = 2
+	ExitReleaseFailed = 3
 	// ExitTimeout: --timeout passed before the release finished.
-	ExitTimeout = 3
+	ExitTimeout = 4
 )
 
 // releaseTarget finds a template's binding and its newest release.
@@ -156,7 +155,7 @@ func outcome(rel *rolloutv1alpha1.Release) error {
 	if w := failedWave(rel); w != nil {
 		return &ExitError{Code: ExitReleaseFailed, Err: fmt.Errorf("%s: wave %s Failed (%s); it waits for `%s release abort` or `%[4]s release retry`", name, w.Name, w.Message, invokedName())}
 	}
-	if held := heldBy(rel); held != "" && !release.Final(rel.Status.Phase) {
+	if held := release.HeldBy(rel); held != "" && !release.Final(rel.Status.Phase) {
 		// No gate opens it and no time passes it: a CI gate hears it now, not at its timeout.
 		return &ExitError{Code: ExitReleaseFailed, Err: fmt.Errorf("%s is held, nothing moves until it is fixed: %s", name, held)}
 	}
@@ -176,7 +175,7 @@ func failedWave(rel *rolloutv1alpha1.Release) *rolloutv1alpha1.WaveStatus {
 // over says whether watching can stop: the release finished, holds a failed wave, or is held
 // by a problem only a fix ends.
 func over(t *releaseTarget) bool {
-	return t.release == nil || release.Final(t.release.Status.Phase) || failedWave(t.release) != nil || heldBy(t.release) != ""
+	return t.release == nil || release.Final(t.release.Status.Phase) || failedWave(t.release) != nil || release.HeldBy(t.release) != ""
 }
 
 // withTimeout bounds a wait by --timeout (0: none) and turns running out into ExitTimeout.
@@ -200,18 +199,7 @@ func (t *releaseTarget) needRelease() error {
 	return nil
 }
 
-// patchSpec changes the release's controls.
-func (t *releaseTarget) patchSpec(ctx context.Context, change func(*rolloutv1alpha1.ReleaseSpec)) error {
-	if err := t.needRelease(); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(t.release.DeepCopy())
-	change(&t.release.Spec)
-	return t.c.Patch(ctx, t.release, patch)
-}
-
 func newReleaseCommand(g *globals) *cobra.Command {
-	var namespace string
 	cmd := &cobra.Command{
 		Use:   "release",
 		Short: "Follow and steer the wave-by-wave release of a template's changes",
@@ -225,49 +213,62 @@ func newReleaseCommand(g *globals) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		return findRelease(cmd.Context(), c, args[0], namespace)
+		return findRelease(cmd.Context(), c, args[0], g.templateNamespace())
 	}
 	sub := func(use, short string, run func(cmd *cobra.Command, t *releaseTarget) error) *cobra.Command {
-		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: g.completeReleased, RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := target(cmd, args)
 			if err != nil {
 				return err
 			}
 			return run(cmd, t)
 		}}
-		c.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
-		return withKubeFlags(g, c)
+		return c
 	}
 	out := g.streams.Out
-	get := sub("get", "Show the release as a tree: waves, clusters, analysis", func(cmd *cobra.Command, t *releaseTarget) error {
+	relPrint := get.NewGetPrintFlags()
+	getRelease := sub("get", "Show the release as a tree: waves, clusters, analysis (-o json|yaml|jsonpath=...: the Release object)", func(cmd *cobra.Command, t *releaseTarget) error {
+		if o := *relPrint.OutputFormat; o != "" && o != "wide" {
+			p, err := relPrint.ToPrinter()
+			if err != nil {
+				return fmt.Errorf("-o %q: use json, yaml, name, jsonpath=..., custom-columns=... or go-template=...; without -o the tree", o)
+			}
+			if err := t.needRelease(); err != nil {
+				return err
+			}
+			rel := t.release.DeepCopy()
+			rel.SetGroupVersionKind(rolloutv1alpha1.GroupVersion.WithKind("Release"))
+			return p.PrintObj(rel, out)
+		}
 		if t.pending {
 			fmt.Fprintf(out, "generation %d of the template is not recorded as a revision yet; its release starts in a moment (`%s release watch` waits for it). The latest release:\n",
 				t.generation, invokedName())
 		}
 		return printRelease(cmd.Context(), out, t)
 	})
+	relPrint.AddFlags(getRelease)
 	var timeout time.Duration
 	waiting := func(use, short string, run func(ctx context.Context, t *releaseTarget) error) *cobra.Command {
-		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		c := &cobra.Command{Use: use + " KIND/NAME", Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: g.completeReleased, RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.controlPlaneClient()
 			if err != nil {
 				return err
 			}
 			return withTimeout(cmd.Context(), timeout, func(ctx context.Context) error {
-				t, err := awaitRelease(ctx, out, c, args[0], namespace)
+				t, err := awaitRelease(ctx, out, c, args[0], g.templateNamespace())
 				if err != nil {
 					return err
 				}
 				return run(ctx, t)
 			})
 		}}
-		c.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
-		c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit code 3); 0 waits until the release ends")
-		return withKubeFlags(g, c)
+		c.Flags().DurationVar(&timeout, "timeout", 0, fmt.Sprintf("give up after this long (exit code %d); 0 waits until the release ends", ExitTimeout))
+		return c
 	}
 	exitCodes := fmt.Sprintf(`Exit codes: 0 the release succeeded; %d it was rolled back, aborted or superseded, a wave
 failed and waits for abort or retry, or the release is held by a problem only a fix ends (a
-missing AnalysisTemplate, an invalid header regex); %d --timeout passed first; 1 any other error.`, ExitReleaseFailed, ExitTimeout)
+missing AnalysisTemplate, an invalid header regex); %d --timeout passed first; %d wrong usage; 1 any
+other error.`, ExitReleaseFailed, ExitTimeout, ExitUsage)
 	watch := waiting("watch", "Show the release tree live until it finishes", func(ctx context.Context, t *releaseTarget) error {
 		return watchRelease(ctx, out, t)
 	})
@@ -292,7 +293,7 @@ kubectl rollout status does; for CI gates. A change not recorded yet is waited f
 		return undoRelease(cmd.Context(), out, t, toRevision)
 	})
 	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to go back to (default: before the last release that went through, else the stable one)")
-	cmd.AddCommand(get, watch, status,
+	cmd.AddCommand(getRelease, watch, status,
 		steer("pause", "Hold the release where it is", nil),
 		steer("resume", "Go on after a pause", nil),
 		promote,
@@ -308,195 +309,12 @@ func (t *releaseTarget) steer(ctx context.Context, out io.Writer, verb string, f
 	if err := t.needRelease(); err != nil {
 		return err
 	}
-	var background rolloutv1alpha1.AnalysisPhase
-	if name := t.release.Status.BackgroundAnalysisRun; name != "" && verb == "promote" {
-		run := &rolloutv1alpha1.AnalysisRun{}
-		if err := t.c.Get(ctx, client.ObjectKey{Namespace: t.release.Namespace, Name: name}, run); err == nil {
-			background = run.Status.Phase
-		}
-	}
-	change, what, err := planSteer(t.release, verb, full, background)
+	what, err := release.SteerRelease(ctx, t.c, t.release, verb, release.SteerOptions{Full: full, Command: invokedName()})
 	if err != nil {
 		return err
 	}
-	if err := t.patchSpec(ctx, change); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "release/%s %s\n", t.release.Name, what)
+	fmt.Fprintln(out, what)
 	return nil
-}
-
-// planSteer says what a steering verb would change and how to report it, or why it would
-// change nothing. It reads the release as the controller last wrote it.
-func planSteer(rel *rolloutv1alpha1.Release, verb string, full bool, background rolloutv1alpha1.AnalysisPhase) (func(*rolloutv1alpha1.ReleaseSpec), string, error) {
-	name := "release/" + rel.Name
-	if verb == "retry" {
-		failed := slices.ContainsFunc(rel.Status.Waves, func(w rolloutv1alpha1.WaveStatus) bool { return w.Phase == rolloutv1alpha1.WaveFailed })
-		if rel.Status.Phase != rolloutv1alpha1.ReleaseAborted && rel.Status.Phase != rolloutv1alpha1.ReleaseRolledBack && !failed {
-			return nil, "", fmt.Errorf("%s is %s: retry starts again only a release that was aborted, rolled back or holds a Failed wave", name, orDash(string(rel.Status.Phase)))
-		}
-		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Abort = false; s.Retry++ }, "retrying from wave " + waveName(rel), nil
-	}
-	if err := finished(rel, verb); err != nil {
-		return nil, "", err
-	}
-	switch verb {
-	case "pause":
-		if rel.Spec.Paused {
-			return nil, "", fmt.Errorf("%s is paused already; `%s release resume` goes on", name, invokedName())
-		}
-		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Paused = true }, "paused at wave " + waveName(rel), nil
-	case "resume":
-		if !rel.Spec.Paused {
-			hint := ""
-			if i := int(rel.Status.CurrentWave); i < len(rel.Status.Waves) && rel.Status.Waves[i].Phase == rolloutv1alpha1.WaveWaitingForApproval {
-				hint = fmt.Sprintf("; it waits for approval: `%s release promote` passes it", invokedName())
-			}
-			return nil, "", fmt.Errorf("%s is not paused%s", name, hint)
-		}
-		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Paused = false }, "resumed at wave " + waveName(rel), nil
-	case "abort":
-		if rel.Spec.Abort {
-			return nil, "", fmt.Errorf("%s: abort was requested already; the release controller is returning the clusters", name)
-		}
-		what := fmt.Sprintf("aborted: the clusters it updated go back to revision %d", rel.Spec.StableRevision)
-		if rel.Spec.StableRevision == 0 {
-			what = "aborted: the clusters it adopted are handed back to unmanaged, objects and pods left running"
-		}
-		return func(s *rolloutv1alpha1.ReleaseSpec) { s.Abort = true }, what, nil
-	case "promote":
-		return planPromote(rel, full, background)
-	}
-	return nil, "", fmt.Errorf("unknown release command %q", verb)
-}
-
-// finished refuses to steer a release that is over.
-func finished(rel *rolloutv1alpha1.Release, verb string) error {
-	name := "release/" + rel.Name
-	switch rel.Status.Phase {
-	case rolloutv1alpha1.ReleaseSucceeded:
-		return fmt.Errorf("%s succeeded: revision %d runs in every cluster, there is nothing to %s (`%s release undo` goes back)",
-			name, rel.Spec.Revision, verb, invokedName())
-	case rolloutv1alpha1.ReleaseAborted, rolloutv1alpha1.ReleaseRolledBack:
-		return fmt.Errorf("%s is %s, there is nothing to %s (`%s release retry` starts it again from the wave that failed)",
-			name, rel.Status.Phase, verb, invokedName())
-	case rolloutv1alpha1.ReleaseSuperseded:
-		return fmt.Errorf("%s is Superseded (%s), there is nothing to %s", name, rel.Status.Message, verb)
-	}
-	return nil
-}
-
-// heldBy is the configuration problem a release holds on, if any: no gate opens it, only a fix.
-func heldBy(rel *rolloutv1alpha1.Release) string {
-	c := meta.FindStatusCondition(rel.Status.Conditions, release.ConditionValid)
-	if c == nil || c.Status != metav1.ConditionFalse {
-		return ""
-	}
-	if c.Reason == "InvalidAnalysis" || strings.Contains(c.Message, "blocking: ") {
-		return c.Message
-	}
-	return ""
-}
-
-// planPromote says what promote passes now: the canary pause the wave stands at (or its
-// Inconclusive analysis step), else the wave's gates; --full every remaining wave.
-func planPromote(rel *rolloutv1alpha1.Release, full bool, background rolloutv1alpha1.AnalysisPhase) (func(*rolloutv1alpha1.ReleaseSpec), string, error) {
-	name := "release/" + rel.Name
-	if why := heldBy(rel); why != "" {
-		return nil, "", fmt.Errorf("%s is held: %s; promote cannot pass that: fix what it names and the release goes on by itself", name, why)
-	}
-	i := int(rel.Status.CurrentWave)
-	if rel.Spec.PromoteFull {
-		return nil, "", fmt.Errorf("%s is promoted in full already: it succeeds once every cluster runs revision %d healthy", name, rel.Spec.Revision)
-	}
-	if full {
-		return func(s *rolloutv1alpha1.ReleaseSpec) {
-			s.PromotedWave, s.PromoteFull, s.Paused = ptr.To(int32(i)), true, false
-		}, "promoted in full: every remaining wave takes revision " + fmt.Sprint(rel.Spec.Revision) + " at once, gates skipped", nil
-	}
-	if background == rolloutv1alpha1.AnalysisInconclusive {
-		return nil, "", fmt.Errorf("%s: background analysis %s is Inconclusive; `%s release promote --full` takes the release through, `%[3]s release abort` rolls back",
-			name, rel.Status.BackgroundAnalysisRun, invokedName())
-	}
-	if i >= len(rel.Status.Waves) {
-		return nil, "", fmt.Errorf("%s has no wave left to promote (%s)", name, orDash(rel.Status.Message))
-	}
-	ws := rel.Status.Waves[i]
-	where := "wave " + waveName(rel)
-	resumed := ""
-	if rel.Spec.Paused {
-		resumed = " and resumed"
-	}
-	if steps := revision.WaveSteps(rel, ws.Name); int(ws.CurrentStep) < len(steps) {
-		k := int(ws.CurrentStep)
-		label, st := revision.StepLabel(steps, k), steps[k]
-		promoted := fmt.Sprintf("%s/%d", ws.Name, k)
-		full := fmt.Sprintf("`%s release promote --full` skips every remaining step and gate", invokedName())
-		switch {
-		case rel.Spec.PromotedStep == promoted:
-			return nil, "", fmt.Errorf("%s: %s is promoted already; the release controller passes it at its next step", name, label)
-		case st.Pause != nil && st.Pause.Duration == nil,
-			st.Analysis != nil && ws.Phase == rolloutv1alpha1.WaveWaitingForApproval: // an Inconclusive analysis step
-			return func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedStep, s.Paused = promoted, false },
-				fmt.Sprintf("promoted%s: %s passes %s", resumed, where, label), nil
-		case st.Analysis != nil:
-			return nil, "", fmt.Errorf("%s: %s stands at %s, analysis %s %s; promote passes an analysis step only once it is Inconclusive: wait for its verdict, or %s",
-				name, where, label, orDash(ws.AnalysisRun), orDash(string(ws.Phase)), full)
-		case st.Pause != nil:
-			return nil, "", fmt.Errorf("%s: %s stands at %s, which ends by itself; %s", name, where, label, full)
-		default:
-			waiting := strings.TrimPrefix(ws.Message, label+": ")
-			if waiting == "" {
-				waiting = "its canaries to run healthy"
-			}
-			return nil, "", fmt.Errorf("%s: %s stands at %s, which ends by itself; there is no pause to pass (now: %s) (%s)", name, where, label, waiting, full)
-		}
-	}
-	if rel.Spec.PromotedWave != nil && int(*rel.Spec.PromotedWave) >= i {
-		return nil, "", fmt.Errorf("%s: the gates of %s are passed already; it moves on once its clusters run revision %d healthy", name, where, rel.Spec.Revision)
-	}
-	gates := waveGates(rel, ws.Name)
-	approve := func(s *rolloutv1alpha1.ReleaseSpec) { s.PromotedWave, s.Paused = ptr.To(int32(i)), false }
-	switch ws.Phase {
-	case rolloutv1alpha1.WaveFailed:
-		return nil, "", fmt.Errorf("%s: %s failed (%s); `%s release abort` returns its clusters, or fix the cause and `%[4]s release retry`", name, where, ws.Message, invokedName())
-	case rolloutv1alpha1.WaveWaitingForApproval, rolloutv1alpha1.WaveBaking, rolloutv1alpha1.WaveAnalyzing:
-		return approve, fmt.Sprintf("promoted%s: %s passes its gates (%s)", resumed, where, strings.Join(gates, ", ")), nil
-	}
-	if len(gates) == 0 {
-		return nil, "", fmt.Errorf("%s: %s has no gate to pass; it moves on once its clusters run revision %d healthy (%s)", name, where, rel.Spec.Revision, orDash(ws.Message))
-	}
-	return approve, fmt.Sprintf("promoted%s: %s will pass its gates (%s) as soon as its clusters run revision %d healthy", resumed, where, strings.Join(gates, ", "), rel.Spec.Revision), nil
-}
-
-// waveGates names the gates of the release's wave called name.
-func waveGates(rel *rolloutv1alpha1.Release, name string) []string {
-	var out []string
-	for _, w := range rel.Spec.Strategy.Waves {
-		if w.Name != name {
-			continue
-		}
-		if w.Gates.BakeTime != nil {
-			out = append(out, "bake time "+w.Gates.BakeTime.String())
-		}
-		if w.Gates.Analysis != nil {
-			out = append(out, "analysis")
-		}
-		if w.Gates.ManualApproval {
-			out = append(out, "manual approval")
-		}
-	}
-	return out
-}
-
-// waveName is the wave the release stands at, as status.wave says it ("2/3 early").
-func waveName(rel *rolloutv1alpha1.Release) string {
-	n := len(rel.Status.Waves)
-	if n == 0 {
-		return "1 (not started)"
-	}
-	i := min(int(rel.Status.CurrentWave), n-1)
-	return fmt.Sprintf("%d/%d %s", i+1, n, rel.Status.Waves[i].Name)
 }
 
 func undoRelease(ctx context.Context, out io.Writer, t *releaseTarget, to int64) error {

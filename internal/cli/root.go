@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -39,21 +40,48 @@ func invokedName() string {
 
 // globals are the flags every command shares.
 type globals struct {
-	streams  genericiooptions.IOStreams
+	streams genericiooptions.IOStreams
+	// kube are kubectl's connection flags (--kubeconfig, --context, -n, --as, --token, ...),
+	// persistent on the root so every command reads them the same way.
 	kube     *genericclioptions.ConfigFlags
 	stateDir string
 	binDir   string
+	// localDefaulted: the local fleet's kubeconfig was put in --kubeconfig's place once.
+	localDefaulted bool
 }
+
+// Exit codes of every command, documented in the root's help.
+const (
+	// ExitFailure: any error that is not one of the others.
+	ExitFailure = 1
+	// ExitUsage: an unknown command or flag, or wrong arguments.
+	ExitUsage = 2
+)
+
+const exitCodesHelp = `Exit codes:
+  0  success
+  1  an error (the message says which)
+  2  usage: an unknown command or flag, or wrong arguments
+  3  release watch|status: the release ended badly (rolled back, aborted, superseded), a wave
+     failed and waits for abort or retry, or a problem only a fix ends holds it
+  4  release watch|status: --timeout passed before the release finished`
 
 // NewRootCommand builds the command tree.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	// Tenants write part of what is printed: no control character reaches the terminal.
 	streams.Out, streams.ErrOut = &safeWriter{w: streams.Out}, &safeWriter{w: streams.ErrOut}
-	g := &globals{streams: streams, kube: genericclioptions.NewConfigFlags(true)}
+	g := &globals{streams: streams, kube: newConfigFlags()}
 	name := invokedName()
 	root := &cobra.Command{
-		Use:           name,
-		Short:         "Flotilla makes a fleet of Kubernetes clusters behave like one for delivery",
+		Use:   name,
+		Short: "Flotilla makes a fleet of Kubernetes clusters behave like one for delivery",
+		Long: `Flotilla makes a fleet of Kubernetes clusters behave like one for delivery.
+
+--kubeconfig, --context, -n and the other connection flags name the control plane, as in
+kubectl: --kubeconfig defaults to $KUBECONFIG, else the local fleet's, else ~/.kube/config; -n
+to the kubeconfig context's namespace, else default.
+
+` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Example: strings.ReplaceAll(`  # Start a local fleet of three member clusters and join them
@@ -61,7 +89,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
   # See the members
   NAME get clusters -o wide
   # Join an existing cluster
-  NAME join east-1 --kubeconfig ~/.kube/east-1.yaml --label region=us-east`, "NAME", name),
+  NAME join east-1 --member-kubeconfig ~/.kube/east-1.yaml --label region=us-east`, "NAME", name),
 	}
 	// Commands other than controller-manager log nothing through controller-runtime; it sets its
 	// own. controller-runtime takes only the first logger set, so exactly one is set per process.
@@ -75,11 +103,12 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.stateDir, "state-dir", defaultStateDir(), "directory of the local fleet's state (data, kubeconfigs, pids, logs)")
 	pf.StringVar(&g.binDir, "bin-dir", defaultBinDir(), "`DIR` holding the local-fleet tools that make tools builds")
+	g.kube.AddFlags(pf)
 
 	root.AddCommand(
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
-		withKubeFlags(g, newJoinCommand(g)), withKubeFlags(g, newUnjoinCommand(g)), withKubeFlags(g, newGetCommand(g)), withKubeFlags(g, newDescribeCommand(g)),
-		withKubeFlags(g, newControllerManagerCommand(g)), newReleaseCommand(g), newTeamCommand(g), newAppCommand(g), newTargetCommand(g), newHistoryCommand(g), newDashboardCommand(g), newWhereCommand(g), newWhatIfCommand(g), newExportCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
+		newJoinCommand(g), newUnjoinCommand(g), newGetCommand(g), newDescribeCommand(g),
+		newControllerManagerCommand(g), newReleaseCommand(g), newTeamCommand(g), newAppCommand(g), newTargetCommand(g), newHistoryCommand(g), newDashboardCommand(g), newWhereCommand(g), newWhatIfCommand(g), newExportCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
 	)
 	root.AddCommand(newSyncCommands(g)...)
 	root.AddCommand(newSuperviseCommand(g))
@@ -87,7 +116,46 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newBenchCommand(g), newDemoCommand(g), newVersionCommand(g),
 	)
 	refuseUnknownSubcommands(root)
+	usageErrorsExit2(root)
 	return root
+}
+
+// newConfigFlags are kubectl's connection flags but --cluster and --user, which name a member
+// cluster and a fleet user in flotilla's own commands (history --cluster, kubeconfig --user).
+func newConfigFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(true)
+	f.ClusterName, f.AuthInfoName = nil, nil
+	return f
+}
+
+// usageError marks err as the caller's mistake in calling the command: exit code 2.
+func usageError(cmd *cobra.Command, err error) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+}
+
+// usageErrorsExit2 makes bad flags and wrong arguments anywhere in the tree exit 2, so a
+// script can tell "called wrongly" from "failed"; cobra reports both as plain errors.
+func usageErrorsExit2(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(c, err) })
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := args(cmd, a); err != nil {
+					var exit *ExitError
+					if errors.As(err, &exit) {
+						return err
+					}
+					return usageError(cmd, err)
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // refuseUnknownSubcommands makes a command group (export, release, team, ...) fail on a
@@ -97,11 +165,11 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		refuseUnknownSubcommands(sub)
 	}
-	if !cmd.HasSubCommands() || cmd.Runnable() || cmd == cmd.Root() {
+	if !cmd.HasSubCommands() || cmd.Runnable() {
 		return
 	}
 	cmd.Args = cobra.ArbitraryArgs
-	// Flags of the subcommands (--kubeconfig, -n) must not hide the unknown command.
+	// Flags of the subcommands (--cluster, -o) must not hide the unknown command.
 	cmd.FParseErrWhitelist.UnknownFlags = true
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) == 0 {
@@ -113,21 +181,8 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 				names = append(names, s.Name())
 			}
 		}
-		return fmt.Errorf("unknown command %q for %q: use one of %s (%s --help)", args[0], c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("unknown command %q for %q: use one of %s (%s --help)", args[0], c.CommandPath(), strings.Join(names, ", "), c.CommandPath())}
 	}
-}
-
-// withKubeFlags adds kubectl's connection flags to commands that talk to the control plane.
-// join keeps --kubeconfig for the member and names the control plane's --control-plane-kubeconfig.
-func withKubeFlags(g *globals, cmd *cobra.Command) *cobra.Command {
-	fs := cmd.Flags()
-	if cmd.Name() == "join" {
-		fs.StringVar(g.kube.KubeConfig, "control-plane-kubeconfig", "", "kubeconfig of the control plane (default: $KUBECONFIG, else the local fleet's)")
-		return cmd
-	}
-	fs.StringVar(g.kube.KubeConfig, "kubeconfig", "", "kubeconfig of the control plane (default: $KUBECONFIG, else the local fleet's)")
-	fs.StringVar(g.kube.Context, "context", "", "kubeconfig context of the control plane")
-	return cmd
 }
 
 func defaultStateDir() string {
@@ -152,22 +207,74 @@ func defaultBinDir() string {
 	return "bin"
 }
 
-// controlPlaneConfig resolves the control plane: an explicit --kubeconfig/--context, else
-// $KUBECONFIG, else the local fleet in --state-dir.
-func (g *globals) controlPlaneConfig() (*rest.Config, error) {
-	explicit := *g.kube.KubeConfig
-	if explicit == "" && os.Getenv("KUBECONFIG") == "" {
-		local := g.localKubeconfig()
-		if _, err := os.Stat(local); err == nil {
-			explicit = local
+// configFlags are the connection flags with the local fleet filled in: an explicit
+// --kubeconfig, else $KUBECONFIG, else the local fleet in --state-dir, else ~/.kube/config.
+func (g *globals) configFlags() *genericclioptions.ConfigFlags {
+	if !g.localDefaulted {
+		// Once, before the first use: ConfigFlags keeps the loader it builds first.
+		g.localDefaulted = true
+		if *g.kube.KubeConfig == "" && os.Getenv("KUBECONFIG") == "" {
+			if local := g.localKubeconfig(); fileExists(local) {
+				*g.kube.KubeConfig = local
+			}
 		}
 	}
-	ctx := ""
-	if g.kube.Context != nil {
-		ctx = *g.kube.Context
-	}
-	return kube.RESTConfig(explicit, ctx)
+	return g.kube
 }
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// controlPlaneConfig is the control plane as the connection flags name it. Every client of
+// the control plane is built from it.
+func (g *globals) controlPlaneConfig() (*rest.Config, error) {
+	cfg, err := g.configFlags().ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	return cfg, nil
+}
+
+// namespace is -n, else the kubeconfig context's namespace, else default.
+func (g *globals) namespace() string {
+	ns, _, err := g.configFlags().ToRawKubeConfigLoader().Namespace()
+	if err != nil || ns == "" {
+		return metav1.NamespaceDefault
+	}
+	return ns
+}
+
+// namespaceGiven is the namespace -n or the kubeconfig context names, "" when neither does:
+// commands that read across teams (history, export) then read every team.
+func (g *globals) namespaceGiven() string {
+	if *g.kube.Namespace != "" {
+		return *g.kube.Namespace
+	}
+	raw, err := g.configFlags().ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return ""
+	}
+	current := raw.CurrentContext
+	if *g.kube.Context != "" {
+		current = *g.kube.Context
+	}
+	if c := raw.Contexts[current]; c != nil {
+		return c.Namespace
+	}
+	return ""
+}
+
+// templateNamespace is where a KIND/NAME template is looked for: -n or the kubeconfig
+// context's namespace; "" when neither names one, which findBinding reads as default, else a
+// cluster-scoped template (a Namespace, a ClusterRole).
+func (g *globals) templateNamespace() string { return g.namespaceGiven() }
+
+// namespaceFlagSet says whether -n was given on the command line.
+func (g *globals) namespaceFlagSet() bool { return *g.kube.Namespace != "" }
 
 // localKubeconfig is the local fleet's control-plane kubeconfig.
 func (g *globals) localKubeconfig() string {
@@ -198,7 +305,7 @@ func Execute(ctx context.Context) int {
 		if errors.As(err, &exit) {
 			return exit.Code
 		}
-		return 1
+		return ExitFailure
 	}
 	return 0
 }

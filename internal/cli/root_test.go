@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -100,13 +101,16 @@ func TestDashboardRefusesCleartextBeyondLoopback(t *testing.T) {
 	}
 }
 
-// A subcommand a group does not have is an error (exit 1), as in kubectl, not its help with
-// exit 0; the group alone still prints its help.
+// A subcommand a group does not have is a usage error (exit 2), as in kubectl, not its help
+// with exit 0; the group alone still prints its help.
 func TestUnknownSubcommandFails(t *testing.T) {
 	for _, args := range [][]string{{"export", "bogus"}, {"release", "bogus", "-n", "shop"}, {"team", "nosuch-verb", "--kubeconfig", "x"}} {
 		_, err := run(t, args...)
 		if err == nil || !strings.Contains(err.Error(), "unknown command \""+args[1]+"\"") {
 			t.Errorf("%v: error = %v, want unknown command", args, err)
+		}
+		if code := exitCode(err); code != ExitUsage {
+			t.Errorf("%v: exit code %d, want %d", args, code, ExitUsage)
 		}
 	}
 	out, err := run(t, "export")
@@ -143,5 +147,90 @@ func TestCLIPrintsNoControlCharactersFromTheControlPlane(t *testing.T) {
 	fmt.Fprint(cmd.OutOrStdout(), "\x1b[31mred")
 	if strings.ContainsRune(out.String(), 0x1b) {
 		t.Errorf("the root command's output passes ESC: %q", out.String())
+	}
+}
+
+func exitCode(err error) int {
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Code
+	}
+	return ExitFailure
+}
+
+// Calling a command wrongly exits 2 wherever the mistake is (an unknown command or flag, the
+// wrong number of arguments, a kind get does not know); a command that fails exits 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none")
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"bogus"}, ExitUsage},
+		{[]string{"get", "clusters", "--no-such-flag"}, ExitUsage},
+		{[]string{"get"}, ExitUsage},
+		{[]string{"get", "pods"}, ExitUsage},
+		{[]string{"release", "get"}, ExitUsage},
+		{[]string{"join", "east", "--kubeconfig", none}, ExitUsage},
+		{[]string{"history", "-n", "Bad NS!", "--kubeconfig", none}, ExitFailure},
+	} {
+		_, err := run(t, tt.args...)
+		if code := exitCode(err); code != tt.want {
+			t.Errorf("%v: exit code %d (%v), want %d", tt.args, code, err, tt.want)
+		}
+	}
+}
+
+// -n defaults to the namespace of the kubeconfig's context, else default; commands that read
+// across teams read every team when neither -n nor the context names one.
+func TestNamespaceComesFromTheKubeconfigContext(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := func(ns string) string {
+		path := filepath.Join(dir, "kubeconfig-"+ns)
+		data := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\n" +
+			"contexts: [{name: c, context: {cluster: c, user: u, namespace: '" + ns + "'}}, {name: other, context: {cluster: c, user: u, namespace: other}}]\ncurrent-context: c\n"
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tt := range []struct {
+		name, contextNS, flagNS, context string
+		want, wantGiven                  string
+	}{
+		{name: "the context's", contextNS: "shop", want: "shop", wantGiven: "shop"},
+		{name: "none in the context", want: "default", wantGiven: ""},
+		{name: "-n wins", contextNS: "shop", flagNS: "store", want: "store", wantGiven: "store"},
+		{name: "--context's", contextNS: "shop", context: "other", want: "other", wantGiven: "other"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &globals{kube: newConfigFlags(), stateDir: dir}
+			*g.kube.KubeConfig = kubeconfig(tt.contextNS)
+			*g.kube.Namespace = tt.flagNS
+			*g.kube.Context = tt.context
+			if got := g.namespace(); got != tt.want {
+				t.Errorf("namespace() = %q, want %q", got, tt.want)
+			}
+			if got := g.namespaceGiven(); got != tt.wantGiven {
+				t.Errorf("namespaceGiven() = %q, want %q", got, tt.wantGiven)
+			}
+		})
+	}
+}
+
+// completion prints cobra's scripts; get completes its kinds without a control plane.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		out, err := run(t, "completion", shell)
+		if err != nil || !strings.Contains(out, "flotilla") {
+			t.Errorf("completion %s: %v\n%.200s", shell, err, out)
+		}
+	}
+	out, err := run(t, "__complete", "get", "cl")
+	if err != nil || !strings.Contains(out, "clusters\n") || !strings.Contains(out, "clusterbindings\n") || strings.Contains(out, "works") {
+		t.Errorf("get cl<TAB>: %v\n%s", err, out)
 	}
 }

@@ -125,7 +125,6 @@ nothing is overwritten. Without --cluster every unmanaged cluster is taken back.
 func newSyncCommands(g *globals) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, sw := range syncSwitches {
-		var namespace string
 		var clusters []string
 		cmd := &cobra.Command{
 			Use: sw.use, Short: sw.short, Long: sw.long, Args: cobra.ExactArgs(1),
@@ -139,7 +138,7 @@ func newSyncCommands(g *globals) []*cobra.Command {
 				if err != nil {
 					return err
 				}
-				msg, err := switchSync(cmd.Context(), c, kind, name, namespace, clusters, sw.apply)
+				msg, err := switchSync(cmd.Context(), c, kind, name, g.templateNamespace(), clusters, sw.apply)
 				if err != nil {
 					return err
 				}
@@ -147,9 +146,8 @@ func newSyncCommands(g *globals) []*cobra.Command {
 				return nil
 			},
 		}
-		cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the template (default: default)")
 		cmd.Flags().StringSliceVar(&clusters, "cluster", nil, "only these clusters (repeat or comma-separate)")
-		cmds = append(cmds, withKubeFlags(g, cmd))
+		cmds = append(cmds, cmd)
 	}
 	return cmds
 }

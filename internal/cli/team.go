@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -91,51 +92,42 @@ func newTeamCommand(g *globals) *cobra.Command {
 	create.Flags().StringVar(&description, "description", "", "who the team is")
 	create.Flags().StringSliceVar(&repositories, "repository", nil, "git repository URL glob the team's Applications may use, e.g. https://git.example.com/shop/* (repeatable; none by default)")
 	create.Flags().StringVar(&clusters, "clusters", "", "label selector of the clusters the team's templates may run on (default: every cluster)")
-	var output string
+	lf := newGetFlags()
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List the teams as kubectl does",
+		Short: "List the teams as kubectl does (-o, -l, -w as in get)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.controlPlaneConfig()
-			if err != nil {
-				return err
-			}
-			return printTable(cmd.Context(), cfg, g.streams.Out, getResources["teams"], "", output == "wide")
+			return g.get(cmd.Context(), getResources["teams"], lf, "")
 		},
 	}
-	list.Flags().StringVarP(&output, "output", "o", "", "wide for more columns")
+	lf.add(list, false)
+	one := newGetFlags()
 	get := &cobra.Command{
-		Use:   "get NAME",
-		Short: "Show one team (-o yaml|json, else a table)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "get NAME",
+		Short:             "Show one team (-o yaml|json|jsonpath=..., else a table)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: g.completeNames(getResources["teams"]),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.controlPlaneClient()
-			if err != nil {
-				return err
-			}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: args[0], Name: tenancyv1alpha1.TeamName}, &tenancyv1alpha1.Team{}); apierrors.IsNotFound(err) {
-				return fmt.Errorf("team %s not found: namespace %s holds no Team (`%s team list` lists them; `%s team create %s` makes one)", args[0], args[0], invokedName(), invokedName(), args[0])
-			} else if err != nil {
-				return fmt.Errorf("reading team %s: %w", args[0], err)
-			}
-			switch output {
-			case "", "wide":
-				cfg, err := g.controlPlaneConfig()
-				if err != nil {
-					return err
-				}
-				return printTable(cmd.Context(), cfg, g.streams.Out, getResources["teams"], args[0], output == "wide")
-			case "json", "yaml", "name":
-				return printObjects(cmd.Context(), g, getResources["teams"], args[0], tenancyv1alpha1.TeamName, output)
-			}
-			return fmt.Errorf("-o %q: use wide, json, yaml or name", output)
+			return g.getTeam(cmd.Context(), one, args[0])
 		},
 	}
-	get.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json, yaml or name")
-	for _, c := range []*cobra.Command{create, list, get} {
-		withKubeFlags(g, c)
-	}
+	one.add(get, false)
 	cmd.AddCommand(create, list, get)
 	return cmd
+}
+
+// getTeam prints the Team of namespace name: a team is its namespace, the Team in it is
+// always called team.
+func (g *globals) getTeam(ctx context.Context, f *getFlags, name string) error {
+	c, err := g.controlPlaneClient()
+	if err != nil {
+		return err
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: name, Name: tenancyv1alpha1.TeamName}, &tenancyv1alpha1.Team{}); apierrors.IsNotFound(err) {
+		return fmt.Errorf("team %s not found: namespace %s holds no Team (`%s team list` lists them; `%s team create %s` makes one)", name, name, invokedName(), invokedName(), name)
+	} else if err != nil {
+		return fmt.Errorf("reading team %s: %w", name, err)
+	}
+	return g.getIn(ctx, getResources["teams"], f, name, tenancyv1alpha1.TeamName)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/dashboard"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
+	"github.com/flotilla-dev/flotilla/internal/release"
 )
 
 // server is the inventory API as a runnable of the manager, served on every replica (it
@@ -66,7 +67,7 @@ func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, informers ca
 	}
 	if o.Dashboard {
 		dash, err := dashboard.New(dashboard.Options{InventoryTransport: dashboard.HandlerTransport(handler),
-			ControlPlane: rest.AnonymousClientConfig(cfg), Steer: o.Steer, Prefix: "/dashboard/"})
+			ControlPlane: rest.AnonymousClientConfig(cfg), Steer: steerRelease, Prefix: "/dashboard/"})
 		if err != nil {
 			return nil, err
 		}
@@ -93,4 +94,10 @@ func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, informers ca
 		}
 		return nil
 	}), nil
+}
+
+// steerRelease carries out the dashboard's release actions with the release controller's own
+// steering (the checks and answers of `flotilla release VERB`), as the user who clicked.
+func steerRelease(ctx context.Context, c client.Client, namespace, name, verb string) (string, error) {
+	return release.Steer(ctx, c, namespace, name, verb, release.SteerOptions{Command: "flotilla"})
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/flotilla-dev/flotilla/internal/analysisrun"
-	"github.com/flotilla-dev/flotilla/internal/dashboard"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -117,8 +116,6 @@ type InventoryOptions struct {
 	// Dashboard serves the web dashboard at /dashboard/ on the same address; users log in
 	// with bearer tokens and act with them (see package dashboard).
 	Dashboard bool
-	// Steer carries out the dashboard's release actions (the CLI's release verbs).
-	Steer dashboard.SteerFunc
 }
 
 // GitOptions are appsource.Bounds as flags give them: sizes in MiB.

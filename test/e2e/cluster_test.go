@@ -146,20 +146,23 @@ current-context: gone
 		args []string
 		want string
 	}{
-		{[]string{"--kubeconfig", malformed}, "not a valid kubeconfig"},
-		{[]string{"--kubeconfig", filepath.Join(dir, "missing.yaml")}, "--kubeconfig"},
-		{[]string{"--kubeconfig", unreachable}, "cannot reach the API server at https://127.0.0.1:1"},
-		{[]string{"--kubeconfig", fleet.Kubeconfig("east"), "--context", "nope"}, `--context "nope" is not in the kubeconfig`},
-		{[]string{"--kubeconfig", fleet.Kubeconfig("east"), "--label", "bad key!=x"}, `label key "bad key!"`},
-		{[]string{"--kubeconfig", fleet.Kubeconfig("east"), "--label", "novalue"}, "write labels as key=value"},
+		{[]string{"--member-kubeconfig", malformed}, "not a valid kubeconfig"},
+		{[]string{"--member-kubeconfig", filepath.Join(dir, "missing.yaml")}, "--member-kubeconfig"},
+		{[]string{"--member-kubeconfig", unreachable}, "cannot reach the API server at https://127.0.0.1:1"},
+		{[]string{"--member-kubeconfig", fleet.Kubeconfig("east"), "--member-context", "nope"}, `--member-context "nope" is not in the member's kubeconfig`},
+		{[]string{"--member-kubeconfig", fleet.Kubeconfig("east"), "--label", "bad key!=x"}, `label key "bad key!"`},
+		{[]string{"--member-kubeconfig", fleet.Kubeconfig("east"), "--label", "novalue"}, "write labels as key=value"},
+		// --kubeconfig names the control plane in join as everywhere: a member's file there is
+		// no member at all.
+		{nil, "--member-kubeconfig is required"},
 	}
 	for _, c := range cases {
-		args := append([]string{"join", "rejected", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--timeout", "3s"}, c.args...)
+		args := append([]string{"join", "rejected", "--kubeconfig", fleet.Kubeconfig(""), "--timeout", "3s"}, c.args...)
 		out, err := flotilla(args...)
 		g.Expect(err).To(gomega.HaveOccurred(), "join %v: %s", c.args, out)
 		g.Expect(err.Error()).To(gomega.ContainSubstring(c.want))
 	}
-	_, err := flotilla("join", "Bad_Name", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
+	_, err := flotilla("join", "Bad_Name", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", fleet.Kubeconfig("east"))
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`cluster name "Bad_Name"`)))
 
 	ctx := context.Background()
@@ -176,10 +179,10 @@ func TestJoinThenUnjoin(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
 	// A short name is unique in the fleet: east has use1.
-	out, err := flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"), "--short-name", "use1")
+	out, err := flotilla("join", "east-again", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", fleet.Kubeconfig("east"), "--short-name", "use1")
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("--short-name use1: cluster east has it already")), out)
-	out, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""),
-		"--kubeconfig", fleet.Kubeconfig("east"), "--label", "region=us-east", "--label", "tier=gold",
+	out, err = flotilla("join", "east-again", "--kubeconfig", fleet.Kubeconfig(""),
+		"--member-kubeconfig", fleet.Kubeconfig("east"), "--label", "region=us-east", "--label", "tier=gold",
 		"--short-name", "use1b", "--environment", "dev", "--description", "east, joined twice")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.ContainSubstring("cluster/east-again joined"))
@@ -191,7 +194,7 @@ func TestJoinThenUnjoin(t *testing.T) {
 	secretKey := client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("east-again")}
 	g.Expect(cp.Get(ctx, secretKey, &corev1.Secret{})).To(gomega.Succeed())
 
-	_, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
+	_, err = flotilla("join", "east-again", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", fleet.Kubeconfig("east"))
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("already joined")))
 
 	// Something placed on it, to see what unjoining does with it.
@@ -240,7 +243,7 @@ func TestJoinThenUnjoin(t *testing.T) {
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`cluster "east-again" is not joined`)))
 
 	// Joined again, it takes the object back; unjoined with --objects Delete, the object goes.
-	out, err = flotilla("join", "east-again", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", fleet.Kubeconfig("east"))
+	out, err = flotilla("join", "east-again", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", fleet.Kubeconfig("east"))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Eventually(appliedThere).Should(gomega.BeTrue())
 	out, err = flotilla("unjoin", "east-again", "--objects", "Delete", "--kubeconfig", fleet.Kubeconfig(""))

@@ -52,7 +52,7 @@ func TestMemberCredentialsAreDataNotPrograms(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "exec.kubeconfig")
 	g.Expect(clientcmd.WriteToFile(*kc, path)).To(gomega.Succeed())
 
-	out, err := flotilla("join", "exec-member", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", path, "--timeout", "3s")
+	out, err := flotilla("join", "exec-member", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", path, "--timeout", "3s")
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`.user.exec: runs the command "/bin/sh"`)), out)
 	g.Expect(apierrors.IsNotFound(cp.Get(ctx, client.ObjectKey{Name: "exec-member"}, &clusterv1alpha1.Cluster{}))).To(gomega.BeTrue())
 
@@ -129,7 +129,7 @@ func TestMemberCredentialsRotateWithoutInterruption(t *testing.T) {
 	path, err := fleet.UserKubeconfig("east", "system:flotilla:agent:east", "rotation-1")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	m, _ := fleet.Fleet().Member("east")
-	args := []string{"join", "east", "--control-plane-kubeconfig", fleet.Kubeconfig(""), "--kubeconfig", path, "--overwrite"}
+	args := []string{"join", "east", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", path, "--overwrite"}
 	for k, v := range m.Labels {
 		args = append(args, "--label", k+"="+v)
 	}

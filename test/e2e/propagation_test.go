@@ -204,7 +204,7 @@ func TestCLIShowsBindingsWorksAndDescribe(t *testing.T) {
 	out, err := flotilla("get", "bindings", "-n", ns, "--kubeconfig", kc)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(out).To(gomega.MatchRegexp(`web-deployment\s+Deployment\s+True\s+True\s+Healthy`))
-	out, err = flotilla("get", "works", "--kubeconfig", kc)
+	out, err = flotilla("get", "works", "-A", "--kubeconfig", kc)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(out).To(gomega.MatchRegexp(`flotilla-es-east\s+cli\.web-deployment\s+east\s+True\s+Healthy`))
 	_, err = flotilla("describe", "deployment/nothing", "-n", ns, "--kubeconfig", kc)

@@ -222,7 +222,7 @@ func TestTemplateStatusTellsTheReleaseTruth(t *testing.T) {
 	failing.Store(true)
 	setImage(t, g, web, "registry.example/web:3")
 	out, err := flotilla("release", "status", "deployment/web", "-n", ns, "--timeout", "3m")
-	g.Expect(exitCode(err)).To(gomega.Equal(cli.ExitReleaseFailed), "release status exits 2 on a rollback: %v\n%s", err, out)
+	g.Expect(exitCode(err)).To(gomega.Equal(cli.ExitReleaseFailed), "release status exits 3 on a rollback: %v\n%s", err, out)
 	g.Expect(out).To(gomega.ContainSubstring("web-deployment-r3"), out)
 	g.Expect(out).NotTo(gomega.ContainSubstring("web-deployment-r2"), "it must not report the previous release: %s", out)
 	g.Expect(releasePhase(ns, "web-deployment-r3")).To(gomega.Equal(rolloutv1alpha1.ReleaseRolledBack))
@@ -231,7 +231,7 @@ func TestTemplateStatusTellsTheReleaseTruth(t *testing.T) {
 	g.Eventually(func() string { h, _ := argoCDHealth(t, ns, "deployment/web"); return h }).Should(gomega.Equal("Degraded"))
 	g.Expect(progressing(t, ns, "web").Message).To(gomega.ContainSubstring("web-deployment-r3"), "the template's Progressing condition names the release")
 	out, err = flotilla("release", "watch", "deployment/web", "-n", ns)
-	g.Expect(exitCode(err)).To(gomega.Equal(cli.ExitReleaseFailed), "release watch exits 2 on a rolled-back release: %v\n%s", err, out)
+	g.Expect(exitCode(err)).To(gomega.Equal(cli.ExitReleaseFailed), "release watch exits 3 on a rolled-back release: %v\n%s", err, out)
 }
 
 func errString(err error) string {
