@@ -19,9 +19,12 @@ build: ## Build the flotilla binary into bin/
 
 # api/ is a Go module of its own (github.com/flotilla-dev/flotilla/api), so patterns like ./...
 # in the root module do not reach it: every go command and generator runs in it as well.
-generate: tools ## Regenerate deepcopy code and CRD YAML from the API types
+generate: tools ## Regenerate deepcopy code, CRD YAML and apply configurations from the API types
 	cd api && $(BIN)/controller-gen object paths=./...
 	cd api && $(BIN)/controller-gen crd:allowDangerousTypes=false paths=./... output:crd:artifacts:config=$(CURDIR)/config/crd/bases
+	rm -rf api/applyconfiguration
+	cd api && $(BIN)/applyconfiguration-gen --output-dir applyconfiguration \
+		--output-pkg github.com/flotilla-dev/flotilla/api/applyconfiguration ./*/v1alpha1
 
 verify: generate ## Fail when generated files or formatting are out of date
 	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit"; exit 1; }

@@ -467,6 +467,7 @@ type PropagationPolicyStatus struct {
 }
 
 // PropagationPolicy places templates of its own namespace onto member clusters.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pp,categories=flotilla
@@ -497,6 +498,8 @@ type PropagationPolicyList struct {
 }
 
 // ClusterPropagationPolicy places templates of any namespace, and cluster-scoped ones.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cpp,categories=flotilla
