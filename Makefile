@@ -17,22 +17,30 @@ tools: ## Build the pinned local-fleet tools and controller-gen into bin/ (skipp
 build: ## Build the flotilla binary into bin/
 	go build -o $(FLOTILLA) ./cmd/flotilla
 
-generate: tools ## Regenerate deepcopy code and CRD YAML from the API types
-	$(BIN)/controller-gen object paths=./api/... 
-	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
+# api/ is a Go module of its own (github.com/flotilla-dev/flotilla/api), so patterns like ./...
+# in the root module do not reach it: every go command and generator runs in it as well.
+generate: tools ## Regenerate deepcopy code, CRD YAML and apply configurations from the API types
+	cd api && $(BIN)/controller-gen object paths=./...
+	cd api && $(BIN)/controller-gen crd:allowDangerousTypes=false paths=./... output:crd:artifacts:config=$(CURDIR)/config/crd/bases
+	rm -rf api/applyconfiguration
+	cd api && $(BIN)/applyconfiguration-gen --output-dir applyconfiguration \
+		--output-pkg github.com/flotilla-dev/flotilla/api/applyconfiguration ./*/v1alpha1
 
 verify: generate ## Fail when generated files or formatting are out of date, or a layout rule is broken (hack/shape)
 	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(gofmt -l api cmd internal test config)" || { gofmt -l api cmd internal test config; echo "run gofmt -w"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api config)" || { git status --short --untracked-files=all -- api config; echo "generated files are new or stale: run make generate and commit"; exit 1; }
+	@test -z "$$(gofmt -l api cmd internal test config hack)" || { gofmt -l api cmd internal test config hack; echo "run gofmt -w"; exit 1; }
 	go run ./hack/shape
 
 lint: ## Vet and format-check the code
 	go vet ./...
-	@test -z "$$(gofmt -l api cmd internal test config)" || { gofmt -l api cmd internal test config; echo "gofmt needed"; exit 1; }
+	cd api && go vet ./...
+	@test -z "$$(gofmt -l api cmd internal test config hack)" || { gofmt -l api cmd internal test config hack; echo "gofmt needed"; exit 1; }
 
 test: tools build ## Unit tests, then end-to-end tests on a local fleet (installs the Debian packages they run)
 	@hack/test-deps.sh
-	go test ./api/... ./config/... ./internal/... ./cmd/... ./hack/...
+	cd api && go test ./...
+	go test ./config/... ./internal/... ./cmd/... ./hack/...
 	FLOTILLA_BIN_DIR=$(BIN) go test -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
 
 e2e: tools build ## End-to-end tests only

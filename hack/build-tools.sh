@@ -13,7 +13,7 @@ interop() { "$root/hack/build-interop.sh"; }
 
 stamp=$bin/.tools-stamp
 want=$(cat "$mod/go.mod" "$mod/go.sum" "$0" | sha256sum | cut -d' ' -f1)
-tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok controller-gen)
+tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok controller-gen applyconfiguration-gen)
 have_all=1
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || have_all=0; done
 if [ "$have_all" = 1 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
@@ -40,6 +40,7 @@ total0=$SECONDS
 build etcd go.etcd.io/etcd/server/v3
 build kwok sigs.k8s.io/kwok/cmd/kwok "$kflags"
 build controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+build applyconfiguration-gen k8s.io/code-generator/cmd/applyconfiguration-gen
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kflags"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kflags"

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	go.etcd.io/etcd/server/v3 v3.7.3
+	k8s.io/code-generator v0.37.2
 	k8s.io/kubernetes v1.37.2
 	sigs.k8s.io/controller-tools v0.23.0
 	sigs.k8s.io/kwok v0.8.0
@@ -181,7 +182,6 @@ require (
 	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/cloud-provider v0.37.2 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/code-generator v0.37.2 // indirect
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/component-helpers v0.37.2 // indirect
 	k8s.io/controller-manager v0.37.2 // indirect

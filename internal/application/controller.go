@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	appsv1alpha1ac "github.com/flotilla-dev/flotilla/api/applyconfiguration/apps/v1alpha1"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/appsource"
@@ -445,14 +446,14 @@ func (c *Controller) templates(app *appsv1alpha1.Application, objs []appsource.O
 	return out, nil
 }
 
-// apply server-side applies one template as the Team.
+// apply server-side applies one template as the Team. A template is of any kind, so it goes
+// as an unstructured apply configuration.
 func apply(ctx context.Context, cl client.Client, u *unstructured.Unstructured, dryRun bool) error {
-	opts := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	opts := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
 	}
-	//nolint:staticcheck // unstructured objects of any kind are applied with the apply patch type
-	return cl.Patch(ctx, u.DeepCopy(), client.Apply, opts...)
+	return cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...)
 }
 
 // claimed refuses objects of the same name that another Application, or a person, made: an
@@ -641,8 +642,29 @@ func (st *status) ready() bool {
 }
 
 func (c *Controller) writeStatus(ctx context.Context, app *appsv1alpha1.Application, st *status) error {
-	if err := kube.ApplyStatus(ctx, c.Client, app, gvk, &st.s, StatusManager); err != nil {
+	if err := c.Client.Status().Apply(ctx, st.apply(app), client.FieldOwner(StatusManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing status of Application %s/%s: %w", app.Namespace, app.Name, err)
 	}
 	return nil
+}
+
+// apply is the status this controller owns as an apply configuration: each field present
+// exactly when the status struct serializes it (the omitempty ones left out when empty), so
+// applying it claims those fields and gives up the ones left out. Clusters and targetPolicies
+// are the targeting controller's and never set here.
+func (st *status) apply(app *appsv1alpha1.Application) *appsv1alpha1ac.ApplicationApplyConfiguration {
+	s := appsv1alpha1ac.ApplicationStatus().WithConditions(kube.Conditions(st.s.Conditions)...)
+	if st.s.ObservedGeneration != 0 {
+		s.WithObservedGeneration(st.s.ObservedGeneration)
+	}
+	if st.s.Commit != "" {
+		s.WithCommit(st.s.Commit)
+	}
+	if st.s.LastFetchTime != nil {
+		s.WithLastFetchTime(*st.s.LastFetchTime)
+	}
+	for _, o := range st.s.Objects {
+		s.WithObjects(appsv1alpha1ac.ApplicationObject().WithAPIVersion(o.APIVersion).WithKind(o.Kind).WithName(o.Name))
+	}
+	return appsv1alpha1ac.Application(app.Name, app.Namespace).WithStatus(s)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -598,29 +600,39 @@ func servesAll(cl *clusterv1alpha1.Cluster, kinds []schema.GroupVersionKind) boo
 }
 
 // tolerates: every NoSchedule and NoExecute taint must be tolerated; PreferNoSchedule never
-// excludes a cluster.
+// excludes a cluster. The matching is Kubernetes' own, the one the kube-scheduler's
+// TaintToleration filter runs (component-helpers), on the core types. Flotilla's Taint and
+// Toleration keep their own structs only because the CRDs validate their fields (key pattern,
+// effect and operator enums, Exists takes no value), which the core structs carry no markers
+// for; their fields and meanings are the core ones.
 func tolerates(tols []policyv1alpha1.Toleration, taints []clusterv1alpha1.Taint) bool {
-	for _, t := range taints {
-		if t.Effect == clusterv1alpha1.TaintEffectPreferNoSchedule {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), coreTaints(taints), coreTolerations(tols),
+		func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, false)
+	return !untolerated
+}
+
+// coreTolerations converts tolerations to the core type. An Equal toleration without a key,
+// which the core API refuses and the CRD accepts, tolerates nothing, so it is left out (the
+// core matching would read it as "any key with this value").
+func coreTolerations(tols []policyv1alpha1.Toleration) []corev1.Toleration {
+	out := make([]corev1.Toleration, 0, len(tols))
+	for _, t := range tols {
+		if t.Key == "" && t.Operator != policyv1alpha1.TolerationOpExists {
 			continue
 		}
-		ok := false
-		for _, tol := range tols {
-			if tol.Effect != "" && tol.Effect != string(t.Effect) {
-				continue
-			}
-			if tol.Operator == "Exists" && (tol.Key == "" || tol.Key == t.Key) {
-				ok = true
-			}
-			if tol.Operator == "Equal" && tol.Key == t.Key && tol.Value == t.Value {
-				ok = true
-			}
-		}
-		if !ok {
-			return false
-		}
+		out = append(out, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	return true
+	return out
+}
+
+func coreTaints(taints []clusterv1alpha1.Taint) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect), TimeAdded: t.TimeAdded})
+	}
+	return out
 }
 
 func staticWeight(list []policyv1alpha1.StaticClusterWeight, cl *clusterv1alpha1.Cluster) int64 {

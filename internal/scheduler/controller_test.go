@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,12 @@ func TestTolerates(t *testing.T) {
 		{"exists on the key", []policyv1alpha1.Toleration{{Key: "dedicated", Operator: "Exists"}}, noSchedule, true},
 		{"exists on everything", []policyv1alpha1.Toleration{{Operator: "Exists"}}, noSchedule, true},
 		{"other effect", []policyv1alpha1.Toleration{{Key: "dedicated", Operator: "Exists", Effect: "NoExecute"}}, noSchedule, false},
+		{"same effect", []policyv1alpha1.Toleration{{Key: "dedicated", Operator: "Equal", Value: "gpu", Effect: "NoSchedule"}}, noSchedule, true},
+		{"equal without a key tolerates nothing", []policyv1alpha1.Toleration{{Operator: "Equal", Value: "gpu"}}, noSchedule, false},
+		{"every taint needs a toleration", []policyv1alpha1.Toleration{{Key: "dedicated", Operator: "Exists"}},
+			append(slices.Clone(noSchedule), clusterv1alpha1.Taint{Key: "cluster.flotilla.dev/unreachable", Effect: clusterv1alpha1.TaintEffectNoExecute}), false},
+		{"each tolerated", []policyv1alpha1.Toleration{{Key: "dedicated", Operator: "Exists"}, {Key: "cluster.flotilla.dev/unreachable", Operator: "Exists", Effect: "NoExecute"}},
+			append(slices.Clone(noSchedule), clusterv1alpha1.Taint{Key: "cluster.flotilla.dev/unreachable", Effect: clusterv1alpha1.TaintEffectNoExecute}), true},
 	}
 	for _, tt := range tests {
 		if got := tolerates(tt.tols, tt.taints); got != tt.want {

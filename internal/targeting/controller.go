@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	appsv1alpha1ac "github.com/flotilla-dev/flotilla/api/applyconfiguration/apps/v1alpha1"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
@@ -339,5 +340,15 @@ func (c *Controller) writeStatus(ctx context.Context, app *appsv1alpha1.Applicat
 		return nil
 	}
 	st.Conditions = []metav1.Condition{cond}
-	return kube.ApplyStatus(ctx, c.Client, app, appsv1alpha1.GroupVersion.WithKind("Application"), &st, StatusManager)
+	return c.Client.Status().Apply(ctx, st.apply(app), client.FieldOwner(StatusManager), client.ForceOwnership)
+}
+
+// apply is st as an apply configuration of the Application's status: the Placed condition,
+// and clusters and targetPolicies when not empty (a list left out is given up, so removed).
+func (st placedStatus) apply(app *appsv1alpha1.Application) *appsv1alpha1ac.ApplicationApplyConfiguration {
+	s := appsv1alpha1ac.ApplicationStatus().
+		WithConditions(kube.Conditions(st.Conditions)...).
+		WithClusters(st.Clusters...).
+		WithTargetPolicies(st.TargetPolicies...)
+	return appsv1alpha1ac.Application(app.Name, app.Namespace).WithStatus(s)
 }

@@ -7,10 +7,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	appsv1alpha1ac "github.com/flotilla-dev/flotilla/api/applyconfiguration/apps/v1alpha1"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -104,9 +106,22 @@ func (ts *targetStatus) write(ctx context.Context, p client.Object, gen int64, s
 		}
 	}
 	st.Conditions = []metav1.Condition{cond}
-	gvk := appsv1alpha1.GroupVersion.WithKind("TargetPolicy")
-	if p.GetNamespace() == "" {
-		gvk = appsv1alpha1.GroupVersion.WithKind("ClusterTargetPolicy")
+	return ts.Client.Status().Apply(ctx, targetStatusApply(p, &st), client.FieldOwner(StatusManager), client.ForceOwnership)
+}
+
+// targetStatusApply is st as an apply configuration of p's status (a TargetPolicy, or a
+// ClusterTargetPolicy when p has no namespace): each field present exactly when TargetStatus
+// serializes it, its omitempty fields left out when empty.
+func targetStatusApply(p client.Object, st *appsv1alpha1.TargetStatus) runtime.ApplyConfiguration {
+	s := appsv1alpha1ac.TargetStatus().
+		WithConditions(kube.Conditions(st.Conditions)...).
+		WithApplications(st.Applications...).
+		WithClusters(st.Clusters...)
+	if st.ObservedGeneration != 0 {
+		s.WithObservedGeneration(st.ObservedGeneration)
 	}
-	return kube.ApplyStatus(ctx, ts.Client, p, gvk, &st, StatusManager)
+	if p.GetNamespace() == "" {
+		return appsv1alpha1ac.ClusterTargetPolicy(p.GetName()).WithStatus(s)
+	}
+	return appsv1alpha1ac.TargetPolicy(p.GetName(), p.GetNamespace()).WithStatus(s)
 }

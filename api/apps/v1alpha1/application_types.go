@@ -179,6 +179,7 @@ type ApplicationStatus struct {
 
 // Application is a named, labelled set of templates of a team, taken from a git repository or
 // written inline. Its labels are its metadata: target policies select applications by them.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=flotilla,shortName=app

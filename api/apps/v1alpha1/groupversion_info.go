@@ -1,9 +1,3 @@
-// Package v1alpha1 holds the apps.flotilla.dev API, the inventory layer above propagation: an
-// Application is a named, labelled set of templates taken from git or written inline; a
-// TargetPolicy (a team's) or ClusterTargetPolicy (the platform's) selects applications by label
-// and clusters by label and yields their placement, through the PropagationPolicy machinery.
-// +kubebuilder:object:generate=true
-// +groupName=apps.flotilla.dev
 package v1alpha1
 
 import (
@@ -14,6 +8,10 @@ import (
 
 // GroupVersion is the group and version of this API.
 var GroupVersion = schema.GroupVersion{Group: "apps.flotilla.dev", Version: "v1alpha1"}
+
+// SchemeGroupVersion is GroupVersion under the name the generated apply configurations
+// (applyconfiguration.ForKind) use.
+var SchemeGroupVersion = GroupVersion
 
 var (
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

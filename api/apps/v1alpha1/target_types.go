@@ -64,6 +64,7 @@ type TargetStatus struct {
 
 // TargetPolicy places its namespace's applications by metadata: applications it selects by
 // label run on the clusters it selects by label (within the namespace's Team's clusters).
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=flotilla,shortName=tp
@@ -93,6 +94,8 @@ type TargetPolicyList struct {
 // ClusterTargetPolicy is the platform's TargetPolicy: it selects applications of every
 // namespace. Its placements are steered (releases, switches) only by those who may change
 // ClusterPropagationPolicies, and its analysis gates run ClusterAnalysisTemplates only.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=flotilla,shortName=ctp

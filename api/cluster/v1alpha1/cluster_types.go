@@ -284,6 +284,8 @@ type ClusterStatus struct {
 
 // Cluster is a member cluster registered with the control plane. Its metadata labels
 // (region, zone, env, ...) are what placement policies select on.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=flotilla

@@ -1,8 +1,3 @@
-// Package v1alpha1 holds the cluster.flotilla.dev API: the Cluster object a platform team
-// registers for each member. It depends only on k8s.io/apimachinery and k8s.io/api so it can
-// become a module of its own.
-// +kubebuilder:object:generate=true
-// +groupName=cluster.flotilla.dev
 package v1alpha1
 
 import (
@@ -13,6 +8,10 @@ import (
 
 // GroupVersion is the group and version of this API.
 var GroupVersion = schema.GroupVersion{Group: "cluster.flotilla.dev", Version: "v1alpha1"}
+
+// SchemeGroupVersion is GroupVersion under the name the generated apply configurations
+// (applyconfiguration.ForKind) use.
+var SchemeGroupVersion = GroupVersion
 
 var (
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

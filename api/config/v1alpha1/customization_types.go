@@ -25,6 +25,8 @@ const (
 // built-in behaviour. Scripts are compiled when the object is admitted by the controller: a
 // script that does not compile sets Stalled=True naming the operation and the Lua line, and the
 // last version that compiled stays in force.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=ric
 // +kubebuilder:subresource:status

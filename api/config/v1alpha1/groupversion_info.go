@@ -1,9 +1,3 @@
-// Package v1alpha1 holds the config.flotilla.dev API: ResourceInterpreterCustomization, Lua
-// scripts that teach Flotilla what any kind means (replicas, status, health, retained fields,
-// dependencies). Its shape follows Karmada's customization so existing scripts port with only
-// the apiVersion changed. It depends only on k8s.io/apimachinery.
-// +kubebuilder:object:generate=true
-// +groupName=config.flotilla.dev
 package v1alpha1
 
 import (
@@ -14,6 +8,10 @@ import (
 
 // GroupVersion is the group and version of this API.
 var GroupVersion = schema.GroupVersion{Group: "config.flotilla.dev", Version: "v1alpha1"}
+
+// SchemeGroupVersion is GroupVersion under the name the generated apply configurations
+// (applyconfiguration.ForKind) use.
+var SchemeGroupVersion = GroupVersion
 
 var (
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

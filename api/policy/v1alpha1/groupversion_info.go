@@ -1,9 +1,3 @@
-// Package v1alpha1 holds the policy.flotilla.dev API: PropagationPolicy and
-// ClusterPropagationPolicy, which say where templates run and how their replicas divide, and
-// OverridePolicy and ClusterOverridePolicy, which say what differs per cluster. It
-// depends only on k8s.io/apimachinery and k8s.io/api.
-// +kubebuilder:object:generate=true
-// +groupName=policy.flotilla.dev
 package v1alpha1
 
 import (
@@ -14,6 +8,10 @@ import (
 
 // GroupVersion is the group and version of this API.
 var GroupVersion = schema.GroupVersion{Group: "policy.flotilla.dev", Version: "v1alpha1"}
+
+// SchemeGroupVersion is GroupVersion under the name the generated apply configurations
+// (applyconfiguration.ForKind) use.
+var SchemeGroupVersion = GroupVersion
 
 var (
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

@@ -186,6 +186,7 @@ type OverrideSpec struct {
 }
 
 // OverridePolicy changes templates of its namespace per cluster.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=op,categories=flotilla
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -206,6 +207,8 @@ type OverridePolicyList struct {
 }
 
 // ClusterOverridePolicy changes templates of any namespace per cluster.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=cop,categories=flotilla
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

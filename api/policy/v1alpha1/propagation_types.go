@@ -199,6 +199,13 @@ type ClusterAffinityTerm struct {
 // +kubebuilder:validation:Enum=Equal;Exists
 type TolerationOperator string
 
+const (
+	// TolerationOpEqual matches a taint of the same key and value.
+	TolerationOpEqual TolerationOperator = "Equal"
+	// TolerationOpExists matches a taint of the key whatever its value (every taint without a key).
+	TolerationOpExists TolerationOperator = "Exists"
+)
+
 // Toleration lets a placement onto clusters with a matching taint.
 // +kubebuilder:validation:XValidation:rule="self.operator != 'Exists' || !has(self.value)",message="a toleration with operator Exists takes no value"
 type Toleration struct {
@@ -467,6 +474,7 @@ type PropagationPolicyStatus struct {
 }
 
 // PropagationPolicy places templates of its own namespace onto member clusters.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pp,categories=flotilla
@@ -497,6 +505,8 @@ type PropagationPolicyList struct {
 }
 
 // ClusterPropagationPolicy places templates of any namespace, and cluster-scoped ones.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cpp,categories=flotilla

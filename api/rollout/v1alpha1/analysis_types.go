@@ -280,6 +280,7 @@ type AnalysisTemplateSpec struct {
 }
 
 // AnalysisTemplate is an analysis of one namespace.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=at,categories=flotilla
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -299,6 +300,8 @@ type AnalysisTemplateList struct {
 }
 
 // ClusterAnalysisTemplate is an analysis every namespace can use.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=cat,categories=flotilla
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -485,6 +488,7 @@ type AnalysisRunStatus struct {
 }
 
 // AnalysisRun is one analysis being measured.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ar,categories=flotilla

@@ -1,9 +1,3 @@
-// Package v1alpha1 holds the rollout.flotilla.dev API: Release, one per template revision
-// change, moving the binding's per-cluster revision pins wave by wave; and AnalysisTemplate,
-// ClusterAnalysisTemplate and AnalysisRun, shaped like Argo Rollouts' so existing templates
-// port with few changes. It depends only on k8s.io/apimachinery and the policy API.
-// +kubebuilder:object:generate=true
-// +groupName=rollout.flotilla.dev
 package v1alpha1
 
 import (
@@ -14,6 +8,10 @@ import (
 
 // GroupVersion is the group and version of this API.
 var GroupVersion = schema.GroupVersion{Group: "rollout.flotilla.dev", Version: "v1alpha1"}
+
+// SchemeGroupVersion is GroupVersion under the name the generated apply configurations
+// (applyconfiguration.ForKind) use.
+var SchemeGroupVersion = GroupVersion
 
 var (
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

@@ -254,6 +254,7 @@ type ReleaseStatus struct {
 }
 
 // Release moves one template from its stable revision to a new one, wave by wave.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rel,categories=flotilla

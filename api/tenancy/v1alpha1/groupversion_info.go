@@ -1,9 +1,3 @@
-// Package v1alpha1 holds the tenancy.flotilla.dev API: the Team that turns a control-plane
-// namespace into a team's space, naming who contributes and who reads there. It depends only
-// on k8s.io/apimachinery and the policy group's bounded LabelSelector, so it can become a module
-// of its own.
-// +kubebuilder:object:generate=true
-// +groupName=tenancy.flotilla.dev
 package v1alpha1
 
 import (
@@ -14,6 +8,10 @@ import (
 
 // GroupVersion is the group and version of this API.
 var GroupVersion = schema.GroupVersion{Group: "tenancy.flotilla.dev", Version: "v1alpha1"}
+
+// SchemeGroupVersion is GroupVersion under the name the generated apply configurations
+// (applyconfiguration.ForKind) use.
+var SchemeGroupVersion = GroupVersion
 
 var (
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

@@ -169,6 +169,7 @@ type TeamStatus struct {
 // Team turns its namespace of the control plane into a team's space: its contributor groups
 // may write there, its reader groups may read there, and nobody gets anything in another
 // team's namespace (Kubernetes RBAC grants nothing by default). One per namespace, named team.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=flotilla

@@ -467,6 +467,7 @@ type ResourceBindingStatus struct {
 
 // ResourceBinding is the placement of one namespaced template: the clusters and replicas the
 // scheduler chose and the status gathered back from them.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rb,categories=flotilla
@@ -658,6 +659,8 @@ func (r *Revisions) RevisionFor(cluster string) int64 {
 
 // ClusterResourceBinding places one cluster-scoped template (a Namespace, a ClusterRole, a
 // cluster-scoped custom resource); it is a ResourceBinding without a namespace.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=crb,categories=flotilla
@@ -864,6 +867,7 @@ type AppliedObject struct {
 
 // Work is the rendered manifests of one binding for one member cluster, in that cluster's
 // execution namespace (flotilla-es-CLUSTER) of the control plane.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=flotilla
