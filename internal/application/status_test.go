@@ -12,7 +12,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 )
 
-// The typed status apply claims exactly the fields the untyped one (kube.ApplyStatus of the
+// The typed status apply claims exactly the fields the untyped one (the status struct sent whole, as before typed apply: the
 // status struct) claimed: the same object is sent, empty fields left out the same way, so
 // the field manager's ownership is unchanged by the switch.
 func TestStatusApplySendsWhatTheStatusStructDid(t *testing.T) {
@@ -46,7 +46,7 @@ func TestStatusApplySendsWhatTheStatusStructDid(t *testing.T) {
 	}
 }
 
-// untypedStatusApply is the object kube.ApplyStatus sent for status.
+// untypedStatusApply is the object the untyped status apply sent for status.
 func untypedStatusApply(t *testing.T, app *appsv1alpha1.Application, status *appsv1alpha1.ApplicationStatus) map[string]any {
 	t.Helper()
 	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)

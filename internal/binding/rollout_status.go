@@ -2,22 +2,24 @@ package binding
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	workv1alpha1ac "github.com/flotilla-dev/flotilla/api/applyconfiguration/work/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
-	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/revision"
 )
 
@@ -232,11 +234,32 @@ func writeStatus(ctx context.Context, c client.Client, b workv1alpha1.Binding, s
 	// Only its own conditions: one another writer set is never written back from this
 	// controller's (possibly stale) copy.
 	own.Conditions = slices.DeleteFunc(own.Conditions, func(c metav1.Condition) bool { return !slices.Contains(ownConditions, c.Type) })
-	if err := kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), own, workv1alpha1.BindingStatusManager); err != nil {
+	ac, err := statusApply(b, own)
+	if err != nil {
+		return err
+	}
+	if err := c.Status().Apply(ctx, ac, client.FieldOwner(workv1alpha1.BindingStatusManager), client.ForceOwnership); err != nil {
 		return err
 	}
 	*b.BindingStatus() = *status
 	return nil
+}
+
+// statusApply is the typed apply configuration of a binding with the given status: the
+// status as it serializes (empty fields left out), so the fields claimed are those set.
+func statusApply(b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus) (runtime.ApplyConfiguration, error) {
+	data, err := json.Marshal(status)
+	if err != nil {
+		return nil, err
+	}
+	st := &workv1alpha1ac.ResourceBindingStatusApplyConfiguration{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("status of %s: %w", b.GetName(), err)
+	}
+	if b.GetNamespace() == "" {
+		return workv1alpha1ac.ClusterResourceBinding(b.GetName()).WithStatus(st), nil
+	}
+	return workv1alpha1ac.ResourceBinding(b.GetName(), b.GetNamespace()).WithStatus(st), nil
 }
 
 func failedWaves(rel *rolloutv1alpha1.Release) int {

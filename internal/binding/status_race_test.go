@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -101,7 +100,11 @@ func applyAsOther(ctx context.Context, c client.Client, b *workv1alpha1.Resource
 	conds := slices.Clone(b.Status.Conditions)
 	meta.SetStatusCondition(&conds, cond)
 	own := meta.FindStatusCondition(conds, cond.Type)
-	return kube.ApplyStatus(ctx, c, b, workv1alpha1.BindingGVK(b), &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{*own}}, "another-writer")
+	ac, err := statusApply(b, &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{*own}})
+	if err != nil {
+		return err
+	}
+	return c.Status().Apply(ctx, ac, client.FieldOwner("another-writer"), client.ForceOwnership)
 }
 
 // shopBinding starts a real API server with shop/web's binding in it, as the detector creates

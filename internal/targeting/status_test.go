@@ -13,7 +13,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 )
 
-// The typed status applies claim exactly the fields the untyped ones (kube.ApplyStatus of the
+// The typed status applies claim exactly the fields the untyped ones (the status struct sent whole, as before typed apply: the
 // status struct) claimed: the same object is sent, empty lists left out the same way, so the
 // field manager's ownership is unchanged by the switch.
 func TestStatusAppliesSendWhatTheStatusStructsDid(t *testing.T) {
@@ -51,7 +51,7 @@ func TestStatusAppliesSendWhatTheStatusStructsDid(t *testing.T) {
 	}
 }
 
-// untypedStatusApply is the object kube.ApplyStatus sent for status.
+// untypedStatusApply is the object the untyped status apply sent for status.
 func untypedStatusApply(t *testing.T, kind string, o client.Object, status any) map[string]any {
 	t.Helper()
 	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)

@@ -11,7 +11,7 @@ import (
 )
 
 // A condition's apply configuration serializes as the condition does, so applying it claims
-// the same fields ApplyStatus claimed for it.
+// the same fields the untyped status apply claimed for it.
 func TestConditionsSerializeAsTheConditions(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
 	conds := []metav1.Condition{
@@ -29,7 +29,7 @@ func TestConditionsSerializeAsTheConditions(t *testing.T) {
 
 func jsonOf(t *testing.T, v any) any {
 	t.Helper()
-	if m, ok := v.([]metav1.Condition); ok { // as ApplyStatus sent them
+	if m, ok := v.([]metav1.Condition); ok { // as the untyped status apply sent them
 		var out []any
 		for i := range m {
 			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m[i])
