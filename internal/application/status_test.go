@@ -12,8 +12,8 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 )
 
-// The typed status apply claims exactly the fields the untyped one (the status struct sent whole, as before typed apply: the
-// status struct) claimed: the same object is sent, empty fields left out the same way, so
+// The typed status apply claims exactly the fields the untyped one (the status struct
+// converted to a map) claimed: the same object is sent, empty fields left out the same way, so
 // the field manager's ownership is unchanged by the switch.
 func TestStatusApplySendsWhatTheStatusStructDid(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))

@@ -13,8 +13,8 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 )
 
-// The typed status applies claim exactly the fields the untyped ones (the status struct sent whole, as before typed apply: the
-// status struct) claimed: the same object is sent, empty lists left out the same way, so the
+// The typed status applies claim exactly the fields the untyped ones (the status struct
+// converted to a map) claimed: the same object is sent, empty lists left out the same way, so the
 // field manager's ownership is unchanged by the switch.
 func TestStatusAppliesSendWhatTheStatusStructsDid(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
