@@ -21,9 +21,13 @@ generate: tools ## Regenerate deepcopy code and CRD YAML from the API types
 	$(BIN)/controller-gen object paths=./api/... 
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
 
-verify: generate ## Fail when generated files or formatting are out of date
+docs: ## Regenerate the CLI and API references in docs/reference from the command tree and the CRDs
+	go run ./hack/docgen
+
+verify: generate docs ## Fail when generated files, references or formatting are out of date
 	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(gofmt -l api cmd internal test config)" || { gofmt -l api cmd internal test config; echo "run gofmt -w"; exit 1; }
+	@test -z "$$(git status --porcelain -- docs/reference)" || { git status --short -- docs/reference; echo "docs/reference is stale: run make docs and commit"; exit 1; }
+	@test -z "$$(gofmt -l api cmd internal test config hack/docgen)" || { gofmt -l api cmd internal test config hack/docgen; echo "run gofmt -w"; exit 1; }
 
 lint: ## Vet and format-check the code
 	go vet ./...
@@ -50,4 +54,4 @@ bench: tools build ## Print figures: fleet up time, memory, failure detection; p
 down: ## Stop the local fleet started by make demo
 	$(FLOTILLA) down
 
-.PHONY: help tools build generate verify lint test e2e demo bench down
+.PHONY: help tools build generate docs verify lint test e2e demo bench down
