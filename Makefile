@@ -26,9 +26,13 @@ generate: tools ## Regenerate deepcopy code, CRD YAML and apply configurations f
 	cd api && $(BIN)/applyconfiguration-gen --output-dir applyconfiguration \
 		--output-pkg github.com/flotilla-dev/flotilla/api/applyconfiguration ./*/v1alpha1
 
-verify: generate ## Fail when generated files or formatting are out of date, or a layout rule is broken (hack/shape)
+docs: ## Regenerate the CLI and API references in docs/reference from the command tree and the CRDs
+	go run ./hack/docgen
+
+verify: generate docs ## Fail when generated files, references or formatting are out of date, or a layout rule is broken (hack/shape)
 	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config)" || { git status --short --untracked-files=all -- api config; echo "generated files are new or stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- docs/reference)" || { git status --short --untracked-files=all -- docs/reference; echo "docs/reference is stale: run make docs and commit"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test config hack)" || { gofmt -l api cmd internal test config hack; echo "run gofmt -w"; exit 1; }
 	go run ./hack/shape
 
@@ -59,4 +63,4 @@ bench: tools build ## Print figures: fleet up time, memory, failure detection; p
 down: ## Stop the local fleet started by make demo
 	$(FLOTILLA) down
 
-.PHONY: help tools build generate verify lint test e2e demo bench down
+.PHONY: help tools build generate docs verify lint test e2e demo bench down

@@ -220,7 +220,7 @@ func checkMember(ctx context.Context, name string, cfg *rest.Config, timeout tim
 		// Checked, not refused: a platform may knowingly use an admin identity.
 		if r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil &&
 			slices.Contains(r.Status.UserInfo.Groups, "system:masters") {
-			fmt.Fprintf(warn, "warning: cluster %q: these credentials (%s) are in system:masters, which bypasses RBAC there; join with an identity of Flotilla's own bound to the flotilla:agent ClusterRole (README: Member credentials are data)\n", name, r.Status.UserInfo.Username)
+			fmt.Fprintf(warn, "warning: cluster %q: these credentials (%s) are in system:masters, which bypasses RBAC there; join with an identity of Flotilla's own bound to the flotilla:agent ClusterRole (docs/install.md: Member credentials are data)\n", name, r.Status.UserInfo.Username)
 		}
 	}
 	return nil

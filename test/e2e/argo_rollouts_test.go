@@ -367,7 +367,7 @@ func replicaCounts(out string) string {
 }
 
 // Given the unmodified Argo Rollouts controller running against the control plane, and the
-// README's example (examples/argo-rollouts): a Rollout of 10 replicas whose workloadRef names a
+// docs/releases.md's example (examples/argo-rollouts): a Rollout of 10 replicas whose workloadRef names a
 // base Deployment no policy places, a policy dividing the Rollout's ReplicaSets 1:1 over east
 // and west and keeping them (and their Services) together, and a policy sending analysis Jobs
 // to both; when the Deployment's image changes, then each cluster runs 1 new + 4 stable pods at
@@ -484,7 +484,7 @@ func TestArgoRolloutsControllerDrivesTheFleet(t *testing.T) {
 	g.Eventually(get).Should(gomega.Equal("Desired 10, Current 10, Updated 10, Ready 10, Available 10"))
 	for _, cluster := range members {
 		g.Eventually(services(cluster)).Should(gomega.Equal([]string{"any: 5 pods", canary + ": 5 pods", canary + ": 5 pods"}), cluster)
-		// The limitation the README states: Argo Rollouts now writes stableMetadata into the
+		// The limitation docs/releases.md states: Argo Rollouts now writes stableMetadata into the
 		// ReplicaSet's template and relabels the ReplicaSet's pods where it looks for them, on
 		// the control plane, which has none. The members' ReplicaSets get the new template, but
 		// a pod keeps the labels it was created with: all five still say canary.

@@ -70,7 +70,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fleet, err = startFleet(ctx, filepath.Join(tmp, "fleet"), localfleet.DefaultFleet())
+	members := localfleet.DefaultFleet()
+	if docsScreenshotsDir() != "" { // the docs' screenshots show a realistic fleet, not the tests'
+		if members, err = localfleet.ParseFleet([]byte(docsFleetYAML)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	fleet, err = startFleet(ctx, filepath.Join(tmp, "fleet"), members)
 	if fleet != nil {
 		defer func() { _ = fleet.Down(false) }()
 	}
