@@ -151,34 +151,8 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 		return ctrl.Result{}, nil
 	}
 	src := app.Spec.Source
-	var (
-		objs   []appsource.Object
-		commit string
-		err    error
-	)
-	switch {
-	case src.Inline != nil:
-		raw := make([][]byte, len(src.Inline.Manifests))
-		for i, m := range src.Inline.Manifests {
-			raw[i] = m.Raw
-		}
-		objs, err = appsource.RenderInline(raw, c.Limits)
-	case src.Git != nil:
-		// The URL is matched and fetched in one spelling: a spelling a server could resolve to
-		// another repository than the glob matched (%2f, .., credentials) is refused here.
-		repoURL, nerr := appsource.NormalizeRepoURL(src.Git.RepoURL)
-		if nerr != nil {
-			st.stalled(app, appsv1alpha1.ReasonRepositoryNotAllowed, nerr.Error())
-			return ctrl.Result{}, nil
-		}
-		if !repositoryAllowed(team, repoURL) {
-			st.stalled(app, appsv1alpha1.ReasonRepositoryNotAllowed, fmt.Sprintf("spec.source.git.repoURL: %s is not among the repositories Team %s/%s allows (%s); the platform adds it to the Team's spec.repositories",
-				repoURL, team.Namespace, team.Name, listOrNone(team.Spec.Repositories)))
-			return ctrl.Result{}, nil
-		}
-		commit, objs, err = c.fetch(ctx, app, team, repoURL)
-	default:
-		st.stalled(app, appsv1alpha1.ReasonRenderFailed, "spec.source: set git or inline")
+	commit, objs, stalled, err := c.render(ctx, app, team, st)
+	if stalled {
 		return ctrl.Result{}, nil
 	}
 	interval := interval(app)
@@ -219,28 +193,80 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, t := range templates {
-		if err := c.claimed(ctx, app, t); err != nil {
-			st.stalled(app, appsv1alpha1.ReasonObjectNotAllowed, err.Error()+"; nothing of this render was applied")
-			return ctrl.Result{RequeueAfter: interval}, nil
-		}
-	}
-	// Every object passes a dry run first, so a render is applied whole or not at all.
-	for _, t := range templates {
-		if err := apply(ctx, cl, t.u, true); err != nil {
-			return c.applyFailed(app, st, t, err, interval)
-		}
-	}
-	for _, t := range templates {
-		if err := apply(ctx, cl, t.u, false); err != nil {
-			return c.applyFailed(app, st, t, err, interval)
-		}
+	if res, err := c.applyAll(ctx, cl, app, st, templates, interval); res != nil {
+		return *res, err
 	}
 	pruned, err := c.prune(ctx, cl, app, st.s.Objects, templates)
 	if err != nil {
 		st.set(app, appsv1alpha1.ConditionReady, metav1.ConditionFalse, appsv1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning: %v", err))
 		return ctrl.Result{}, err
 	}
+	c.recordApplied(app, st, templates, commit, pruned, now)
+	c.mu.Lock()
+	if c.applied == nil {
+		c.applied = map[string]appliedRender{}
+	}
+	c.applied[key] = appliedRender{at: now, hash: hash}
+	c.mu.Unlock()
+	return requeue(src, interval), nil
+}
+
+// render reads the Application's objects from its source: inline manifests, or the commit of
+// a git repository the Team allows. stalled: the source is refused, and status says why.
+func (c *Controller) render(ctx context.Context, app *appsv1alpha1.Application, team *tenancyv1alpha1.Team, st *status) (commit string, objs []appsource.Object, stalled bool, err error) {
+	src := app.Spec.Source
+	switch {
+	case src.Inline != nil:
+		raw := make([][]byte, len(src.Inline.Manifests))
+		for i, m := range src.Inline.Manifests {
+			raw[i] = m.Raw
+		}
+		objs, err = appsource.RenderInline(raw, c.Limits)
+		return "", objs, false, err
+	case src.Git != nil:
+		// The URL is matched and fetched in one spelling: a spelling a server could resolve to
+		// another repository than the glob matched (%2f, .., credentials) is refused here.
+		repoURL, nerr := appsource.NormalizeRepoURL(src.Git.RepoURL)
+		if nerr != nil {
+			st.stalled(app, appsv1alpha1.ReasonRepositoryNotAllowed, nerr.Error())
+			return "", nil, true, nil
+		}
+		if !repositoryAllowed(team, repoURL) {
+			st.stalled(app, appsv1alpha1.ReasonRepositoryNotAllowed, fmt.Sprintf("spec.source.git.repoURL: %s is not among the repositories Team %s/%s allows (%s); the platform adds it to the Team's spec.repositories",
+				repoURL, team.Namespace, team.Name, listOrNone(team.Spec.Repositories)))
+			return "", nil, true, nil
+		}
+		commit, objs, err = c.fetch(ctx, app, team, repoURL)
+		return commit, objs, false, err
+	}
+	st.stalled(app, appsv1alpha1.ReasonRenderFailed, "spec.source: set git or inline")
+	return "", nil, true, nil
+}
+
+// applyAll applies every template as the Team, or none: each must be this Application's to
+// write and pass a server-side dry run before any is applied. A non-nil result ends the pass.
+func (c *Controller) applyAll(ctx context.Context, cl client.Client, app *appsv1alpha1.Application, st *status, templates []template, interval time.Duration) (*ctrl.Result, error) {
+	for _, t := range templates {
+		if err := c.claimed(ctx, app, t); err != nil {
+			st.stalled(app, appsv1alpha1.ReasonObjectNotAllowed, err.Error()+"; nothing of this render was applied")
+			return &ctrl.Result{RequeueAfter: interval}, nil
+		}
+	}
+	for _, dryRun := range []bool{true, false} {
+		for _, t := range templates {
+			if err := apply(ctx, cl, t.u, dryRun); err != nil {
+				res, err := c.applyFailed(app, st, t, err, interval)
+				return &res, err
+			}
+		}
+	}
+	return nil, nil
+}
+
+// recordApplied writes what an applied render leaves in status: its objects, its commit, and
+// Ready with how many objects came from where.
+func (c *Controller) recordApplied(app *appsv1alpha1.Application, st *status, templates []template, commit string, pruned int, now time.Time) {
+	src := app.Spec.Source
 	st.s.Objects = st.s.Objects[:0]
 	for _, t := range templates {
 		st.s.Objects = append(st.s.Objects, appsv1alpha1.ApplicationObject{APIVersion: t.u.GetAPIVersion(), Kind: t.u.GetKind(), Name: t.u.GetName()})
@@ -260,13 +286,6 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 	st.set(app, appsv1alpha1.ConditionReady, metav1.ConditionTrue, appsv1alpha1.ReasonApplied, msg)
 	st.set(app, appsv1alpha1.ConditionReconciling, metav1.ConditionFalse, appsv1alpha1.ReasonApplied, msg)
 	st.set(app, appsv1alpha1.ConditionStalled, metav1.ConditionFalse, appsv1alpha1.ReasonApplied, msg)
-	c.mu.Lock()
-	if c.applied == nil {
-		c.applied = map[string]appliedRender{}
-	}
-	c.applied[key] = appliedRender{at: now, hash: hash}
-	c.mu.Unlock()
-	return requeue(src, interval), nil
 }
 
 func requeue(src appsv1alpha1.ApplicationSource, interval time.Duration) ctrl.Result {

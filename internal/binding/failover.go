@@ -138,52 +138,89 @@ func (c *Failover) failover(ctx context.Context, b workv1alpha1.Binding, works m
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
-	now := c.Clock.Now()
-	var after time.Duration
-	// Events go out only once the change they report is written: a conflict retries the
-	// whole decision, and must not repeat them.
-	var pending []func()
-	event := func(kind, reason, format string, args ...any) {
-		pending = append(pending, func() { c.event(b, kind, reason, format, args...) })
-	}
-	soon := func(d time.Duration) {
-		if d > 0 && (after == 0 || d < after) {
-			after = d
+	p := &failoverPass{c: c, b: b, bs: bs, now: c.Clock.Now()}
+	for _, f := range bs.FailedClusters {
+		if f.TemplateGeneration == bs.TemplateGeneration { // a spec change lifts the exclusion
+			p.failed = append(p.failed, f)
 		}
 	}
-	// Replacements are up when every placed cluster applied its Work's current spec (not an
-	// earlier generation's status) and is healthy.
-	replacementsUp := len(bs.Clusters) > 0
+	p.keepEvictions(ctx, replacementsUp(bs, works))
+	p.moveOffDegraded(ctx)
+	if apiequality.Semantic.DeepEqual(p.tasks, bs.GracefulEvictionTasks) && apiequality.Semantic.DeepEqual(p.failed, bs.FailedClusters) {
+		return p.after, nil
+	}
+	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	bs.GracefulEvictionTasks, bs.FailedClusters = p.tasks, p.failed
+	if err := c.Client.Patch(ctx, b, patch); err != nil {
+		return p.after, err
+	}
+	for _, emit := range p.pending {
+		emit()
+	}
+	return p.after, nil
+}
+
+// failoverPass is one failover decision over a binding: the eviction tasks and failed
+// clusters it keeps, the events it will emit once they are written, and when to look again.
+type failoverPass struct {
+	c   *Failover
+	b   workv1alpha1.Binding
+	bs  *workv1alpha1.ResourceBindingSpec
+	now time.Time
+	// failed and tasks are what the binding's spec will say (nil when none).
+	failed []workv1alpha1.FailedCluster
+	tasks  []workv1alpha1.GracefulEvictionTask
+	// pending events go out only once the change they report is written: a conflict retries
+	// the whole decision, and must not repeat them.
+	pending []func()
+	after   time.Duration
+}
+
+func (p *failoverPass) event(kind, reason, format string, args ...any) {
+	p.pending = append(p.pending, func() { p.c.event(p.b, kind, reason, format, args...) })
+}
+
+// soon brings the next look forward to d from now.
+func (p *failoverPass) soon(d time.Duration) {
+	if d > 0 && (p.after == 0 || d < p.after) {
+		p.after = d
+	}
+}
+
+// replacementsUp: every placed cluster applied its Work's current spec (not an earlier
+// generation's status) and is healthy.
+func replacementsUp(bs *workv1alpha1.ResourceBindingSpec, works map[string]*workv1alpha1.Work) bool {
+	up := len(bs.Clusters) > 0
 	for _, t := range bs.Clusters {
 		w := works[t.Name]
 		if slices.Contains(bs.UnmanagedClusters, t.Name) {
 			continue
 		}
 		if w == nil {
-			replacementsUp = false
+			up = false
 			continue
 		}
 		applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.ConditionApplied)
 		if applied == nil || applied.Status != metav1.ConditionTrue || applied.ObservedGeneration != w.Generation || w.Status.Health != workv1alpha1.HealthHealthy {
-			replacementsUp = false
+			up = false
 		}
 	}
-	failed := bs.FailedClusters[:0:0]
-	for _, f := range bs.FailedClusters {
-		if f.TemplateGeneration == bs.TemplateGeneration { // a spec change lifts the exclusion
-			failed = append(failed, f)
-		}
-	}
-	var tasks []workv1alpha1.GracefulEvictionTask
-	for _, t := range bs.GracefulEvictionTasks {
+	return up
+}
+
+// keepEvictions keeps the graceful eviction tasks still running: one of a cluster failover
+// until the cluster is back, one of an application failover until the template changes, a
+// graceful one until its replacements are up or its grace period passed.
+func (p *failoverPass) keepEvictions(ctx context.Context, replacementsUp bool) {
+	for _, t := range p.bs.GracefulEvictionTasks {
 		switch t.PurgeMode {
 		case workv1alpha1.PurgeNever:
-			if t.Reason == workv1alpha1.EvictionReasonApplicationFailover && !excluded(failed, t.Cluster) {
-				event(corev1.EventTypeNormal, "EvictionDone", "the template changed; the old placement on %s goes", t.Cluster)
+			if t.Reason == workv1alpha1.EvictionReasonApplicationFailover && !excluded(p.failed, t.Cluster) {
+				p.event(corev1.EventTypeNormal, "EvictionDone", "the template changed; the old placement on %s goes", t.Cluster)
 				continue
 			}
-			if t.Reason == workv1alpha1.EvictionReasonClusterFailover && c.clusterBack(ctx, t.Cluster) {
-				event(corev1.EventTypeNormal, "EvictionDone", "cluster %s is back; its old placement goes", t.Cluster)
+			if t.Reason == workv1alpha1.EvictionReasonClusterFailover && p.c.clusterBack(ctx, t.Cluster) {
+				p.event(corev1.EventTypeNormal, "EvictionDone", "cluster %s is back; its old placement goes", t.Cluster)
 				continue
 			}
 		case workv1alpha1.PurgeGraceful:
@@ -191,22 +228,27 @@ func (c *Failover) failover(ctx context.Context, b workv1alpha1.Binding, works m
 			// says, and its grace period is never cut short.
 			deadline := t.CreationTimestamp.Add(time.Duration(t.GracePeriodSeconds)*time.Second + time.Second)
 			if replacementsUp {
-				event(corev1.EventTypeNormal, "EvictionDone", "replacements for %s are available; its old placement goes", t.Cluster)
+				p.event(corev1.EventTypeNormal, "EvictionDone", "replacements for %s are available; its old placement goes", t.Cluster)
 				continue
 			}
-			if !now.Before(deadline) {
-				event(corev1.EventTypeWarning, "EvictionTimedOut", "replacements for %s are not available after %ds; its old placement goes anyway", t.Cluster, t.GracePeriodSeconds)
+			if !p.now.Before(deadline) {
+				p.event(corev1.EventTypeWarning, "EvictionTimedOut", "replacements for %s are not available after %ds; its old placement goes anyway", t.Cluster, t.GracePeriodSeconds)
 				continue
 			}
-			soon(deadline.Sub(now))
+			p.soon(deadline.Sub(p.now))
 		default:
 			continue
 		}
-		tasks = append(tasks, t)
+		p.tasks = append(p.tasks, t)
 	}
+}
 
+// moveOffDegraded fails the workload over from clusters where it stayed Degraded past the
+// application failover's toleration, with a graceful eviction unless the policy purges at once.
+func (p *failoverPass) moveOffDegraded(ctx context.Context) {
+	bs, clusters := p.bs, p.b.BindingStatus().Clusters
 	degraded := 0
-	for _, cs := range b.BindingStatus().Clusters {
+	for _, cs := range clusters {
 		if cs.Health == workv1alpha1.HealthDegraded {
 			degraded++
 		}
@@ -215,62 +257,48 @@ func (c *Failover) failover(ctx context.Context, b workv1alpha1.Binding, works m
 	// image, a bad config), not a cluster's: moving it would only spread the damage. And until
 	// the template changes, it fails over from at most as many clusters as it is placed on, so
 	// a broken version does not walk the whole fleet one toleration at a time.
-	placed := len(b.BindingStatus().Clusters)
+	placed := len(clusters)
 	spreadDamage := degraded > 1 && degraded*2 > placed
-	if app := c.applicationFailover(ctx, bs); app != nil && !spreadDamage && len(failed) < placed {
-		toleration := time.Duration(app.TolerationSeconds) * time.Second
-		for _, cs := range b.BindingStatus().Clusters {
-			if len(failed) >= placed {
-				break // the limit holds within one pass too
-			}
-			if cs.DegradedSince == nil || cs.Suspended || excluded(failed, cs.Cluster) {
-				continue
-			}
-			if wait := cs.DegradedSince.Add(toleration).Sub(now); wait > 0 {
-				soon(wait)
-				continue
-			}
-			msg := fmt.Sprintf("Degraded in %s since %s, over the toleration of %ds: %s", cs.Cluster, cs.DegradedSince.UTC().Format(time.RFC3339), app.TolerationSeconds, cs.Message)
-			failed = append(failed, workv1alpha1.FailedCluster{Cluster: cs.Cluster, TemplateGeneration: bs.TemplateGeneration, Message: truncate(msg, 1024), Time: metav1.NewTime(now.Truncate(time.Second))})
-			event(corev1.EventTypeWarning, "ApplicationFailover", "moving off %s: %s", cs.Cluster, msg)
-			mode := string(app.PurgeMode)
-			if mode == "" {
-				mode = workv1alpha1.PurgeGraceful
-			}
-			if mode != workv1alpha1.PurgeImmediately {
-				replicas := int32(0)
-				for _, t := range bs.Clusters {
-					if t.Name == cs.Cluster {
-						replicas = t.Replicas
-					}
-				}
-				grace := app.GracePeriodSeconds
-				if grace <= 0 {
-					grace = 600
-				}
-				tasks = append(tasks, workv1alpha1.GracefulEvictionTask{Cluster: cs.Cluster, Replicas: replicas, Reason: workv1alpha1.EvictionReasonApplicationFailover,
-					Message: truncate(msg, 1024), PurgeMode: mode, GracePeriodSeconds: grace, CreationTimestamp: metav1.NewTime(now.Truncate(time.Second))})
+	app := p.c.applicationFailover(ctx, bs)
+	if app == nil || spreadDamage || len(p.failed) >= placed {
+		return
+	}
+	toleration := time.Duration(app.TolerationSeconds) * time.Second
+	for _, cs := range clusters {
+		if len(p.failed) >= placed {
+			break // the limit holds within one pass too
+		}
+		if cs.DegradedSince == nil || cs.Suspended || excluded(p.failed, cs.Cluster) {
+			continue
+		}
+		if wait := cs.DegradedSince.Add(toleration).Sub(p.now); wait > 0 {
+			p.soon(wait)
+			continue
+		}
+		at := metav1.NewTime(p.now.Truncate(time.Second))
+		msg := fmt.Sprintf("Degraded in %s since %s, over the toleration of %ds: %s", cs.Cluster, cs.DegradedSince.UTC().Format(time.RFC3339), app.TolerationSeconds, cs.Message)
+		p.failed = append(p.failed, workv1alpha1.FailedCluster{Cluster: cs.Cluster, TemplateGeneration: bs.TemplateGeneration, Message: truncate(msg, 1024), Time: at})
+		p.event(corev1.EventTypeWarning, "ApplicationFailover", "moving off %s: %s", cs.Cluster, msg)
+		mode := string(app.PurgeMode)
+		if mode == "" {
+			mode = workv1alpha1.PurgeGraceful
+		}
+		if mode == workv1alpha1.PurgeImmediately {
+			continue
+		}
+		replicas := int32(0)
+		for _, t := range bs.Clusters {
+			if t.Name == cs.Cluster {
+				replicas = t.Replicas
 			}
 		}
+		grace := app.GracePeriodSeconds
+		if grace <= 0 {
+			grace = 600
+		}
+		p.tasks = append(p.tasks, workv1alpha1.GracefulEvictionTask{Cluster: cs.Cluster, Replicas: replicas, Reason: workv1alpha1.EvictionReasonApplicationFailover,
+			Message: truncate(msg, 1024), PurgeMode: mode, GracePeriodSeconds: grace, CreationTimestamp: at})
 	}
-	if len(tasks) == 0 {
-		tasks = nil
-	}
-	if len(failed) == 0 {
-		failed = nil
-	}
-	if apiequality.Semantic.DeepEqual(tasks, bs.GracefulEvictionTasks) && apiequality.Semantic.DeepEqual(failed, bs.FailedClusters) {
-		return after, nil
-	}
-	patch := client.MergeFromWithOptions(b.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	bs.GracefulEvictionTasks, bs.FailedClusters = tasks, failed
-	if err := c.Client.Patch(ctx, b, patch); err != nil {
-		return after, err
-	}
-	for _, emit := range pending {
-		emit()
-	}
-	return after, nil
 }
 
 // clusterBack reports a cluster that is Ready and no longer tainted unreachable.
