@@ -14,8 +14,9 @@ help: ## Show the targets
 tools: ## Build the pinned local-fleet tools and controller-gen into bin/ (skipped when pins are unchanged)
 	@hack/build-tools.sh
 
-build: ## Build the flotilla binary into bin/
+build: ## Build the flotilla CLI and the flotilla-controller-manager binary into bin/
 	go build -o $(FLOTILLA) ./cmd/flotilla
+	go build -o $(BIN)/flotilla-controller-manager ./cmd/flotilla-controller-manager
 
 # api/ is a Go module of its own (github.com/flotilla-dev/flotilla/api), so patterns like ./...
 # in the root module do not reach it: every go command and generator runs in it as well.

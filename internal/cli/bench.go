@@ -309,7 +309,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlag
 			time.Sleep(100 * time.Millisecond)
 		}
 		fmt.Fprintf(out, "apiserver stop -> NotReady: %6.1fs (probe every %s, timeout %s, threshold %d; measured from the apiserver's exit, which took %.1fs)\n",
-			time.Since(stopAt).Seconds(), probe.period, probe.timeout, probe.threshold, stopped.Seconds())
+			time.Since(stopAt).Seconds(), probe.ProbePeriod, probe.ProbeTimeout, probe.FailureThreshold, stopped.Seconds())
 	}
 	return nil
 }

@@ -15,18 +15,14 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/manager"
 )
 
 func crdYAML() []byte { return crd.YAML() }
 
 // probeFlags are the controller-manager's probe settings, also given by `up` to the manager
 // it starts.
-type probeFlags struct {
-	period    time.Duration
-	timeout   time.Duration
-	threshold int
-	discovery time.Duration
-}
+type probeFlags struct{ clustercache.Options }
 
 // upManagerFlags are the settings `up` gives the controller-manager it starts: the probe
 // settings, the failover grace period and the log level. A fleet file's manager section
@@ -81,16 +77,10 @@ func (u *upManagerFlags) args() []string {
 	return append(u.probeFlags.args(), "--failover-grace-period="+u.failoverGrace.String(), "--zap-log-level="+u.logLevel)
 }
 
-func (p *probeFlags) add(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&p.period, "probe-period", 10*time.Second, "time between two health probes of a member")
-	cmd.Flags().DurationVar(&p.timeout, "probe-timeout", 5*time.Second, "bound of one health probe")
-	cmd.Flags().IntVar(&p.threshold, "failure-threshold", 3, "consecutive failed probes that make a member NotReady")
-	cmd.Flags().DurationVar(&p.discovery, "discovery-interval", clustercache.DefaultOptions().DiscoveryInterval,
-		"how often a member's served APIs are re-read even without a CRD or APIService change there (changes are read at once)")
-}
+func (p *probeFlags) add(cmd *cobra.Command) { manager.BindProbeFlags(cmd.Flags(), &p.Options) }
 
 func (p *probeFlags) options() clustercache.Options {
-	return clustercache.Options{ProbePeriod: p.period, ProbeTimeout: p.timeout, FailureThreshold: p.threshold, DiscoveryInterval: p.discovery}
+	return clustercache.Options{ProbePeriod: p.ProbePeriod, ProbeTimeout: p.ProbeTimeout, FailureThreshold: p.FailureThreshold, DiscoveryInterval: p.DiscoveryInterval}
 }
 
 func (p *probeFlags) validate() error {
@@ -99,8 +89,8 @@ func (p *probeFlags) validate() error {
 
 func (p *probeFlags) args() []string {
 	return []string{
-		"--probe-period=" + p.period.String(), "--probe-timeout=" + p.timeout.String(),
-		fmt.Sprintf("--failure-threshold=%d", p.threshold), "--discovery-interval=" + p.discovery.String(),
+		"--probe-period=" + p.ProbePeriod.String(), "--probe-timeout=" + p.ProbeTimeout.String(),
+		fmt.Sprintf("--failure-threshold=%d", p.FailureThreshold), "--discovery-interval=" + p.DiscoveryInterval.String(),
 	}
 }
 
