@@ -27,6 +27,9 @@ generate: tools ## Regenerate deepcopy code, CRD YAML and apply configurations f
 	cd api && $(BIN)/applyconfiguration-gen --output-dir applyconfiguration \
 		--output-pkg github.com/flotilla-dev/flotilla/api/applyconfiguration ./*/v1alpha1
 
+image: ## Build the controller-manager's OCI image (amd64, arm64) with its SBOM into dist/image, without Docker
+	go run ./hack/image --out dist/image
+
 docs: ## Regenerate the CLI and API references in docs/reference from the command tree and the CRDs
 	go run ./hack/docgen
 
@@ -64,4 +67,4 @@ bench: tools build ## Print figures: fleet up time, memory, failure detection; p
 down: ## Stop the local fleet started by make demo
 	$(FLOTILLA) down
 
-.PHONY: help tools build generate docs verify lint test e2e demo bench down
+.PHONY: help tools build image generate docs verify lint test e2e demo bench down

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	_ "golang.org/x/crypto/x509roots/fallback" // CA roots in the image, which has no /etc/ssl
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
