@@ -318,7 +318,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	historyDSN := o.HistoryDSN
 	if historyDSN == "" {
-		historyDSN = "sqlite://" + filepath.Join(filepath.Dir(gitCache), "history.db")
+		// The default lives beside the git cache; on a first start (a new pod's empty home)
+		// its directory is made, as the git cache's is.
+		dir := filepath.Dir(gitCache)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("the history store's directory %s: %w (give --history-dsn, or a writable home)", dir, err)
+		}
+		historyDSN = "sqlite://" + filepath.Join(dir, "history.db")
 	}
 	if o.HistoryRetention < 0 || o.HistoryMaxRecords < 0 {
 		return fmt.Errorf("--history-retention %s, --history-max-records-per-team %d: give 0 (no bound) or a positive value, for example 720h and 1000000", o.HistoryRetention, o.HistoryMaxRecords)
