@@ -26,9 +26,6 @@ import (
 // machine's platform runs (its help, and a usage mistake exits 2); the SBOM lists what the
 // binary was built from.
 func TestTheManagerImage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the manager for two platforms (minutes); run without -short")
-	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
