@@ -20,9 +20,14 @@ build: ## Build the flotilla CLI and the flotilla-controller-manager binary into
 
 # api/ is a Go module of its own (github.com/flotilla-dev/flotilla/api), so patterns like ./...
 # in the root module do not reach it: every go command and generator runs in it as well.
-generate: tools ## Regenerate deepcopy code, CRD YAML and apply configurations from the API types
+generate: tools ## Regenerate deepcopy code, CRD YAML, apply configurations, the manager role (from +kubebuilder:rbac markers) and config/install.yaml
 	cd api && $(BIN)/controller-gen object paths=./...
 	cd api && $(BIN)/controller-gen crd:allowDangerousTypes=false paths=./... output:crd:artifacts:config=$(CURDIR)/config/crd/bases
+	$(BIN)/controller-gen rbac:roleName=flotilla:controller-manager paths=./internal/... output:rbac:artifacts:config=$(CURDIR)/config/rbac
+	{ echo "# Written by make generate from config/crd/bases."; echo "apiVersion: kustomize.config.k8s.io/v1beta1"; \
+	  echo "kind: Kustomization"; echo "resources:"; cd config/crd && ls bases | sed 's/^/- bases\//'; } > config/crd/kustomization.yaml
+	{ echo "# Written by make generate: kubectl kustomize config/default. flotilla install applies it."; \
+	  $(BIN)/kubectl kustomize config/default; } > config/install.yaml
 	rm -rf api/applyconfiguration
 	cd api && $(BIN)/applyconfiguration-gen --output-dir applyconfiguration \
 		--output-pkg github.com/flotilla-dev/flotilla/api/applyconfiguration ./*/v1alpha1

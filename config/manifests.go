@@ -4,6 +4,7 @@ package config
 
 import (
 	"bytes"
+	_ "embed"
 	"io/fs"
 	"sort"
 )
@@ -22,3 +23,9 @@ func JoinYAML(fsys fs.FS, pattern string) []byte {
 	}
 	return buf.Bytes()
 }
+
+// Install is everything `flotilla install` applies: config/default rendered by kustomize
+// (`make generate`).
+//
+//go:embed install.yaml
+var Install []byte

@@ -1,8 +1,8 @@
 // Package security embeds the control-plane objects that make Flotilla safe to share between
 // teams: the admission policies that keep Flotilla's derived objects Flotilla's, and the RBAC
-// that gives the controller-manager its identity and namespace users their Flotilla rights
-// through Kubernetes' admin, edit and view roles. `flotilla up` installs them; a real install
-// applies the same files.
+// that gives namespace users their Flotilla rights through Kubernetes' admin, edit and view
+// roles. config/default includes them, so `flotilla install` and `flotilla up` apply them; the
+// controller-manager's own roles are in config/rbac.
 package security
 
 import (

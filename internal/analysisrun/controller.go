@@ -74,6 +74,13 @@ func (c *Controller) now() time.Time {
 	return time.Now()
 }
 
+// Analysis runs measure; their templates say how.
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=analysisruns,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=analysisruns/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=analysistemplates;clusteranalysistemplates,verbs=get;list;watch
+// A provider's credentials are Secrets the analysis template names.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
 // Reconcile takes one run's due measurements.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	run := &rolloutv1alpha1.AnalysisRun{}

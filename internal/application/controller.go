@@ -115,6 +115,17 @@ func (c *Controller) appsOfNamespace(ctx context.Context, o client.Object) []rec
 	return out
 }
 
+// Applications are fetched from git and written as their Team's contributors.
+// +kubebuilder:rbac:groups=apps.flotilla.dev,resources=applications,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apps.flotilla.dev,resources=applications/status;applications/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=tenancy.flotilla.dev,resources=teams,verbs=get;list;watch
+// Repository credentials are Secrets in the Application's namespace.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// An Application writes its templates as flotilla:application:NS:NAME in its Team's contributor
+// groups, so it can do no more than they may; that needs impersonation of users and groups and
+// is the one rule that could lift the manager's rights (docs/security.md).
+// +kubebuilder:rbac:groups="",resources=users;groups,verbs=impersonate
+
 // Reconcile fetches, renders, applies and prunes one Application.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &appsv1alpha1.Application{}

@@ -280,6 +280,14 @@ type written struct {
 	clusterGone bool
 }
 
+// Bindings are the binding controller's: their Works (in memory), status and finalizer.
+// +kubebuilder:rbac:groups=work.flotilla.dev,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.flotilla.dev,resources=resourcebindings/status;clusterresourcebindings/status;resourcebindings/finalizers;clusterresourcebindings/finalizers,verbs=get;update;patch
+// Override policies change what a binding renders; releases pin revisions.
+// +kubebuilder:rbac:groups=policy.flotilla.dev,resources=overridepolicies;clusteroverridepolicies,verbs=get;list;watch
+// Revision snapshots of templates that a release pins are read back to render an older revision.
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch
+
 // Reconcile renders the binding's Works and gathers their status, in phases: load the
 // binding and its template (or finish, refuse, or wait), drop the Works of clusters left,
 // write each target cluster's Work, then report the status of the binding and the template.

@@ -86,6 +86,14 @@ func ctrlOptions() controller.Options {
 // clusterNameLabel matches registration.ClusterNameLabel; registration depends on nothing here.
 const clusterNameLabel = "cluster.flotilla.dev/name"
 
+// Clusters: status, and the finalizer that holds an unjoined Cluster until its Works are drained.
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters/status;clusters/finalizers,verbs=get;update;patch
+// Credentials Secrets are read to connect to members and rewritten to renew a member's token.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;patch
+// Each Cluster's execution namespace goes when the Cluster does.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;delete
+
 // Reconcile connects the member and writes its observed status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", req.Name)

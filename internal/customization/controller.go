@@ -118,6 +118,10 @@ func compileLastGood(reg *interpret.Registry, ric *configv1alpha1.ResourceInterp
 	return compiled
 }
 
+// Customizations are compiled into interpreters and report whether they loaded.
+// +kubebuilder:rbac:groups=config.flotilla.dev,resources=resourceinterpretercustomizations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.flotilla.dev,resources=resourceinterpretercustomizations/status,verbs=get;update;patch
+
 // Reconcile compiles one customization. A version that does not compile is Stalled and the
 // last version that compiled stays in force, as if admission had refused the edit; status
 // records that version's spec, so it stays in force across restarts too.

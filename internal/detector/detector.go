@@ -267,6 +267,12 @@ func (d *Detector) templatesOfPolicy(ctx context.Context, o client.Object) []Tem
 	return keys
 }
 
+// The detector turns templates into bindings; templates' own kinds are granted apart, by the
+// flotilla:controller-manager:templates roles (config/rbac/templates.yaml).
+// +kubebuilder:rbac:groups=work.flotilla.dev,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy.flotilla.dev,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.flotilla.dev,resources=propagationpolicies/status;clusterpropagationpolicies/status,verbs=get;update;patch
+
 // Reconcile creates, updates or deletes the binding of one template.
 func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", key.GVK.Kind, "template", key.NamespacedName.String())

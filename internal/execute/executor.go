@@ -212,6 +212,12 @@ func (e *Executor) onMemberChange(ev clustercache.ObjectEvent) {
 	e.changes.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 }
 
+// The executor applies Works (held in memory; the kind is served for reads) into members and
+// reports back; the Work finalizer holds a Work until its member objects are gone.
+// +kubebuilder:rbac:groups=work.flotilla.dev,resources=works,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.flotilla.dev,resources=works/status;works/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
+
 // Reconcile applies one Work or removes its objects.
 func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	w := &workv1alpha1.Work{}

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/flotilla-dev/flotilla/config/security"
+	"github.com/flotilla-dev/flotilla/internal/install"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
@@ -85,30 +85,56 @@ func (f *LocalFleet) ensureNodes(ctx context.Context, m Member) error {
 	})
 }
 
-// installControlPlaneAPIs creates Flotilla's namespace and CRDs in the control plane and waits
-// until every CRD is established.
+// installControlPlaneAPIs installs Flotilla into the control plane as `flotilla install
+// --layout dedicated` does (CRDs, admission policies, the manager's least-privilege roles),
+// and binds the fleet's manager certificate to the roles its ServiceAccount holds.
 func (f *LocalFleet) installControlPlaneAPIs(ctx context.Context) error {
 	cfg, err := f.RESTConfig(ControlPlaneName)
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.SystemNamespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", kube.SystemNamespace, err)
-	}
 	if len(f.opts.CRDs) == 0 {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.SystemNamespace}}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", kube.SystemNamespace, err)
+		}
 		return nil
 	}
-	if err := f.installCRDs(ctx, cfg); err != nil {
+	if _, err := install.Apply(ctx, cfg, install.ApplyOptions{Options: install.Options{Layout: install.Dedicated, Force: true}}); err != nil {
 		return err
 	}
-	// After the CRDs: the admission policies type-check against their schemas.
-	return applyManifests(ctx, cfg, security.YAML())
+	return applyManifests(ctx, cfg, []byte(fmt.Sprintf(managerUserBindings, security.ManagerUser)))
 }
+
+// managerUserBindings give the fleet's manager certificate user the ServiceAccount's roles.
+const managerUserBindings = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "flotilla:controller-manager:local-fleet"}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
+roleRef: {kind: ClusterRole, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager"}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "flotilla:controller-manager:templates:local-fleet"}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
+roleRef: {kind: ClusterRole, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager:templates"}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "flotilla:controller-manager:aggregated-templates:local-fleet"}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
+roleRef: {kind: ClusterRole, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager:aggregated-templates"}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: "flotilla:controller-manager:local-fleet", namespace: flotilla-system}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
+roleRef: {kind: Role, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager"}
+`
 
 // applyManifests server-side applies a multi-document YAML of any kinds.
 func applyManifests(ctx context.Context, cfg *rest.Config, data []byte) error {
@@ -146,50 +172,6 @@ func applyManifests(ctx context.Context, cfg *rest.Config, data []byte) error {
 			return fmt.Errorf("installing %s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
 	}
-}
-
-// installCRDs creates or updates Flotilla's CRDs and waits until every one is established.
-func (f *LocalFleet) installCRDs(ctx context.Context, cfg *rest.Config) error {
-	crds, err := DecodeCRDs(f.opts.CRDs)
-	if err != nil {
-		return err
-	}
-	ext, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	api := ext.ApiextensionsV1().CustomResourceDefinitions()
-	for _, crd := range crds {
-		existing, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			_, err = api.Create(ctx, crd, metav1.CreateOptions{})
-		case err == nil:
-			crd.ResourceVersion = existing.ResourceVersion
-			_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
-		}
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, crd := range crds {
-			got, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			established := false
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					established = true
-				}
-			}
-			if !established {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // DecodeCRDs reads a multi-document YAML of CustomResourceDefinitions.

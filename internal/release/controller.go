@@ -160,6 +160,14 @@ func (s *step) markUpdated(cluster string) {
 	sort.Strings(s.status.UpdatedClusters)
 }
 
+// Releases are made, stepped and ended here; their analysis runs are created and deleted.
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=releases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=releases/status;releases/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=analysisruns,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=analysistemplates;clusteranalysistemplates,verbs=get;list;watch
+// A template's revisions are ControllerRevisions beside it, as a StatefulSet's are.
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete;deletecollection
+
 // Reconcile moves one release forward as far as its gates allow.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rel := &rolloutv1alpha1.Release{}

@@ -182,6 +182,10 @@ func (c *Controller) group(ctx context.Context, b workv1alpha1.Binding) ([]workv
 	return kept, nil
 }
 
+// The scheduler writes the clusters of bindings from Clusters' labels, taints and capacity.
+// +kubebuilder:rbac:groups=work.flotilla.dev,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
+
 // Reconcile schedules one binding.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := workv1alpha1.NewBinding(req.Namespace, req.Name)

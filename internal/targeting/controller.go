@@ -153,6 +153,11 @@ func appOfGenerated(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
+// Target policies place Applications through PropagationPolicies made for them.
+// +kubebuilder:rbac:groups=apps.flotilla.dev,resources=targetpolicies;clustertargetpolicies;applications,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.flotilla.dev,resources=targetpolicies/status;clustertargetpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=policy.flotilla.dev,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch;create;update;patch;delete
+
 // Reconcile keeps the Application's generated placement in step with its target policies.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &appsv1alpha1.Application{}

@@ -72,6 +72,13 @@ func roleBindings(t *tenancyv1alpha1.Team) (bindings []*rbacv1.RoleBinding, refu
 	}, refused
 }
 
+// Teams become two RoleBindings in their namespace, to the two roles a Team grants; bind is
+// allowed on those two roles only.
+// +kubebuilder:rbac:groups=tenancy.flotilla.dev,resources=teams,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.flotilla.dev,resources=teams/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=flotilla-contributor;flotilla-reader
+
 // Reconcile writes the Team's RoleBindings when they differ, and its Ready condition.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1alpha1.Team{}

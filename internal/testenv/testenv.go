@@ -63,3 +63,32 @@ func Start(t testing.TB) (*rest.Config, client.Client) {
 	}
 	return cfg, c
 }
+
+// StartBare starts etcd and a kube-apiserver that nothing of Flotilla's was put into, the way
+// `flotilla install` meets a new cluster, and stops them when the test ends. flags are set on
+// the kube-apiserver (name without dashes to value). It returns the environment, whose
+// AddUser makes identities with no rights, and an admin (system:masters) config.
+func StartBare(t testing.TB, flags map[string]string) (*envtest.Environment, *rest.Config) {
+	t.Helper()
+	bin := BinDir()
+	for _, tool := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(bin, tool)); err != nil {
+			t.Fatalf("testenv: %s not in %s: run make tools (make test does) to build the control plane these tests run on", tool, bin)
+		}
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for k, v := range flags {
+		args.Set(k, v)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("testenv: starting etcd and kube-apiserver from %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Logf("testenv: stopping: %v", err)
+		}
+	})
+	return env, cfg
+}

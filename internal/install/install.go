@@ -1,0 +1,238 @@
+// Package install puts Flotilla's control plane into a Kubernetes API server and takes it out
+// again: the objects of config/install.yaml (namespace, CRDs, admission policies, roles, the
+// controller-manager's ServiceAccount and, in the hosted layout, its Deployment), applied with
+// server-side apply only after a server-side dry run of every one passed, so a refused object
+// leaves nothing applied. `flotilla install`, `flotilla uninstall` and `flotilla up` use it.
+//
+// It never touches user objects: templates, policies, Clusters and their Secrets stay through
+// an upgrade and an uninstall, unless the uninstall is told to purge.
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/semver"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/flotilla-dev/flotilla/config"
+)
+
+// Layout says where the controller-manager runs.
+type Layout string
+
+const (
+	// Hosted: the control plane is the hosting cluster's own API server and the manager runs
+	// there as a Deployment (like Open Cluster Management's hub).
+	Hosted Layout = "hosted"
+	// Dedicated: the control plane is an API server and etcd of its own that runs no
+	// workloads; the manager runs elsewhere with a kubeconfig for its ServiceAccount (like
+	// Karmada's). `flotilla up` is this layout.
+	Dedicated Layout = "dedicated"
+)
+
+const (
+	// FieldManager owns every field install writes.
+	FieldManager = "flotilla-install"
+	// VersionAnnotation records, on every installed object, the version that wrote it.
+	VersionAnnotation = "flotilla.dev/version"
+	// Namespace is where the controller-manager and the members' credentials live.
+	Namespace = "flotilla-system"
+	// ManagerServiceAccount is the controller-manager's identity in the control plane.
+	ManagerServiceAccount = "flotilla-controller-manager"
+	// ManagerDeployment runs the controller-manager in the hosted layout.
+	ManagerDeployment = "flotilla-controller-manager"
+	// ImageRepository is where released manager images are published.
+	ImageRepository = "ghcr.io/flotilla-dev/flotilla-controller-manager"
+)
+
+// Options say what to install.
+type Options struct {
+	// Layout is Hosted unless told; Dedicated leaves out the Deployment and what serves it.
+	Layout Layout
+	// Image of the controller-manager; the released image of Version when empty.
+	Image string
+	// Version written on every object; this binary's when empty.
+	Version string
+	// Force installs over a newer version or over a Deployment another tool made.
+	Force bool
+}
+
+// Version is this binary's module version: a release tag, a pseudo-version, or "(devel)".
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// DefaultImage is the published image of version: its tag for a release, else latest.
+func DefaultImage(version string) string {
+	if semver.IsValid(version) && semver.Prerelease(version) == "" && semver.Build(version) == "" {
+		return ImageRepository + ":" + version
+	}
+	return ImageRepository + ":latest"
+}
+
+func (o Options) withDefaults() Options {
+	if o.Layout == "" {
+		o.Layout = Hosted
+	}
+	if o.Version == "" {
+		o.Version = Version()
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage(o.Version)
+	}
+	return o
+}
+
+// servesTheManager are the kinds only the hosted layout installs: the manager's Deployment and
+// what exists for its pods.
+var servesTheManager = map[string]bool{"Deployment": true, "PodDisruptionBudget": true, "Service": true, "NetworkPolicy": true}
+
+// Objects are the objects to apply, in apply order (kustomize's: namespace and CRDs first),
+// with the image and version set.
+func Objects(o Options) ([]*unstructured.Unstructured, error) {
+	o = o.withDefaults()
+	switch o.Layout {
+	case Hosted, Dedicated:
+	default:
+		return nil, fmt.Errorf("--layout %q: use hosted (the manager runs as a Deployment in this cluster) or dedicated (this API server only holds Flotilla's objects; the manager runs elsewhere)", o.Layout)
+	}
+	if err := checkImage(o.Image); err != nil {
+		return nil, err
+	}
+	all, err := decode(config.Install)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, u := range all {
+		if o.Layout == Dedicated && servesTheManager[u.GetKind()] {
+			continue
+		}
+		a := u.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[VersionAnnotation] = o.Version
+		u.SetAnnotations(a)
+		if u.GetKind() == "Deployment" && u.GetName() == ManagerDeployment {
+			if err := setImage(u, o.Image); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func checkImage(image string) error {
+	if image == "" || strings.ContainsAny(image, " \t\n") || strings.HasPrefix(image, "-") {
+		return fmt.Errorf("--image %q: give an image reference such as registry.example.com/flotilla-controller-manager:v1.2.3 (make image builds one)", image)
+	}
+	return nil
+}
+
+func setImage(u *unstructured.Unstructured, image string) error {
+	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return fmt.Errorf("deployment %s has no containers: config/install.yaml is broken", u.GetName())
+	}
+	c := containers[0].(map[string]any)
+	c["image"] = image
+	containers[0] = c
+	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+}
+
+// YAML is the objects as one multi-document YAML (install --export).
+func YAML(objs []*unstructured.Unstructured) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, u := range objs {
+		data, err := yamlOf(u)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString("---\n")
+		buf.Write(data)
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decoding config/install.yaml: %w", err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// ref names an object the way kubectl prints it: kind.group/name.
+func ref(u *unstructured.Unstructured) string {
+	gvk := u.GroupVersionKind()
+	kind := strings.ToLower(gvk.Kind)
+	if gvk.Group != "" {
+		kind += "." + gvk.Group
+	}
+	if u.GetNamespace() != "" {
+		return kind + "/" + u.GetName() + " -n " + u.GetNamespace()
+	}
+	return kind + "/" + u.GetName()
+}
+
+func isCRD(u *unstructured.Unstructured) bool {
+	return u.GroupVersionKind().GroupKind() == schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+}
+
+// whoAmI names the caller for an error about rights; empty when the server will not say.
+func (t *target) whoAmI(ctx context.Context) string {
+	r, err := t.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return ""
+	}
+	return r.Status.UserInfo.Username
+}
+
+// scoped returns the resource interface for u.
+func (t *target) resource(u *unstructured.Unstructured) (resourceClient, error) {
+	gvk := u.GroupVersionKind()
+	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the API server does not serve %s: %w", ref(u), gvk.GroupVersion(), err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return t.dyn.Resource(m.Resource).Namespace(u.GetNamespace()), nil
+	}
+	return t.dyn.Resource(m.Resource), nil
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func since(start time.Time) string { return time.Since(start).Round(100 * time.Millisecond).String() }

@@ -1,0 +1,119 @@
+package install
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestObjectsOfEachLayout(t *testing.T) {
+	hosted, err := Objects(Options{Image: "registry.example.com/fcm:v1", Version: "v1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dedicated, err := Objects(Options{Layout: Dedicated, Version: "v1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, u := range hosted {
+		count[u.GetKind()]++
+		if got := u.GetAnnotations()[VersionAnnotation]; got != "v1.2.3" {
+			t.Errorf("%s: version annotation %q", ref(u), got)
+		}
+		if u.GetKind() == "Deployment" {
+			if got := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]; got != "registry.example.com/fcm:v1" {
+				t.Errorf("the manager's image is %v", got)
+			}
+		}
+	}
+	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Deployment", "PodDisruptionBudget", "NetworkPolicy", "Service", "ValidatingAdmissionPolicy"} {
+		if count[kind] == 0 {
+			t.Errorf("the hosted layout has no %s", kind)
+		}
+	}
+	if !isCRD(hosted[1]) || hosted[0].GetKind() != "Namespace" {
+		t.Errorf("apply order starts %s, %s; want the namespace, then CRDs", ref(hosted[0]), ref(hosted[1]))
+	}
+	for _, u := range dedicated {
+		if servesTheManager[u.GetKind()] {
+			t.Errorf("the dedicated layout has %s", ref(u))
+		}
+	}
+	if want := len(hosted) - count["Deployment"] - count["PodDisruptionBudget"] - count["NetworkPolicy"] - count["Service"]; len(dedicated) != want {
+		t.Errorf("dedicated has %d objects, want %d", len(dedicated), want)
+	}
+}
+
+// No rule of the manager's roles is a wildcard, and no escalating verb is granted beyond the
+// named ones.
+func TestManagerRolesAreLeastPrivilege(t *testing.T) {
+	objs, err := Objects(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]string{"impersonate": "groups,users", "bind": "clusterroles"}
+	seen := 0
+	for _, u := range objs {
+		if u.GetKind() != "ClusterRole" && u.GetKind() != "Role" || !strings.HasPrefix(u.GetName(), "flotilla:controller-manager") {
+			continue
+		}
+		seen++
+		rules, _ := u.Object["rules"].([]any)
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			for _, field := range []string{"apiGroups", "resources", "verbs"} {
+				for _, v := range asStrings(rule[field]) {
+					if v == "*" {
+						t.Errorf("%s grants * in %s: %v", ref(u), field, rule)
+					}
+				}
+			}
+			for _, verb := range asStrings(rule["verbs"]) {
+				if verb == "escalate" || verb == "approve" || verb == "sign" {
+					t.Errorf("%s grants %s: %v", ref(u), verb, rule)
+				}
+				if want, ok := allowed[verb]; ok && strings.Join(asStrings(rule["resources"]), ",") != want {
+					t.Errorf("%s grants %s on %v, only on %s", ref(u), verb, rule["resources"], want)
+				}
+			}
+			if slices.Contains(asStrings(rule["verbs"]), "bind") && len(asStrings(rule["resourceNames"])) == 0 {
+				t.Errorf("%s grants bind on every role", ref(u))
+			}
+		}
+	}
+	if seen < 3 {
+		t.Errorf("found %d manager roles, want the generated ClusterRole, its Role and the template roles", seen)
+	}
+}
+
+func TestBadOptionsNameTheFlag(t *testing.T) {
+	for _, o := range []Options{{Layout: "edge"}, {Image: "-x"}, {Image: "two words"}} {
+		_, err := Objects(o)
+		if err == nil || !strings.Contains(err.Error(), "--") {
+			t.Errorf("%+v: %v, want an error naming the flag", o, err)
+		}
+	}
+}
+
+func TestDefaultImage(t *testing.T) {
+	for version, want := range map[string]string{
+		"v0.4.0":                               ImageRepository + ":v0.4.0",
+		"v0.4.1-0.20261127120000-abcdef123456": ImageRepository + ":latest",
+		"(devel)":                              ImageRepository + ":latest",
+	} {
+		if got := DefaultImage(version); got != want {
+			t.Errorf("DefaultImage(%q) = %q, want %q", version, got, want)
+		}
+	}
+}
+
+func asStrings(v any) []string {
+	var out []string
+	items, _ := v.([]any)
+	for _, i := range items {
+		s, _ := i.(string)
+		out = append(out, s)
+	}
+	return out
+}
