@@ -35,6 +35,9 @@ generate: tools ## Regenerate deepcopy code, CRD YAML, apply configurations, the
 image: ## Build the controller-manager's OCI image (amd64, arm64) with its SBOM into dist/image, without Docker
 	go run ./hack/image --out dist/image
 
+krew: ## Package the CLI as the kubectl plugin (linux, darwin; amd64, arm64) with its krew manifest into dist/krew (VERSION=v0.5.0)
+	go run ./hack/krew --out dist/krew --version $(or $(VERSION),v0.0.0-dev)
+
 docs: ## Regenerate the CLI and API references in docs/reference from the command tree and the CRDs
 	go run ./hack/docgen
 
@@ -72,4 +75,4 @@ bench: tools build ## Print figures: fleet up time, memory, failure detection; p
 down: ## Stop the local fleet started by make demo
 	$(FLOTILLA) down
 
-.PHONY: help tools build image generate docs verify lint test e2e demo bench down
+.PHONY: help tools build image krew generate docs verify lint test e2e demo bench down

@@ -161,7 +161,7 @@ func (s *step) markUpdated(cluster string) {
 }
 
 // Releases are made, stepped and ended here; their analysis runs are created and deleted.
-// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=releases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=releases,verbs=get;list;watch;create;update;patch;delete;deletecollection
 // +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=releases/status;releases/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=analysisruns,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rollout.flotilla.dev,resources=analysistemplates;clusteranalysistemplates,verbs=get;list;watch
