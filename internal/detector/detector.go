@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -25,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,8 +154,13 @@ func (d *Detector) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 	retry := false
 	for i, s := range sels {
 		if err := d.ensureWatch(ctx, schema.FromAPIVersionAndKind(s.APIVersion, s.Kind)); err != nil {
-			ctrl.LoggerFrom(ctx).Info("Kind not served yet; retrying", "apiVersion", s.APIVersion, "kind", s.Kind, "error", err.Error())
-			problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d]: the control plane does not serve kind %s of %s; fix apiVersion and kind, or install its CRD (checked again every 5s)", i, s.Kind, s.APIVersion))
+			var denied *notAllowedError
+			if errors.As(err, &denied) {
+				problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d]: %v (checked again every 5s)", i, denied))
+			} else {
+				ctrl.LoggerFrom(ctx).Info("Kind not served yet; retrying", "apiVersion", s.APIVersion, "kind", s.Kind, "error", err.Error())
+				problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d]: the control plane does not serve kind %s of %s; fix apiVersion and kind, or install its CRD (checked again every 5s)", i, s.Kind, s.APIVersion))
+			}
 			retry = true
 		}
 		if req.Namespace != "" && s.Namespace != "" && s.Namespace != req.Namespace {
@@ -209,7 +216,11 @@ func (d *Detector) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind)
 	if d.watched[gvk] {
 		return nil
 	}
-	if _, err := d.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+	m, err := d.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	if err := d.mayWatch(ctx, m.Resource); err != nil {
 		return err
 	}
 	obj := &unstructured.Unstructured{}
@@ -221,6 +232,38 @@ func (d *Detector) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind)
 		return err
 	}
 	d.watched[gvk] = true
+	return nil
+}
+
+// notAllowedError says the controller-manager's roles do not let it watch a kind.
+type notAllowedError struct {
+	resource schema.GroupResource
+	verbs    []string
+}
+
+func (e *notAllowedError) Error() string {
+	return fmt.Sprintf("the controller-manager may not %s %s: give it get, list, watch, update and patch on %s and its status with a ClusterRole labelled flotilla.dev/aggregate-to-controller-manager: \"true\" (docs/install.md: What the controller-manager may do)",
+		strings.Join(e.verbs, " or "), e.resource, e.resource)
+}
+
+// mayWatch asks the control plane whether the manager may list and watch a kind before it
+// starts a watch that would otherwise fail in its log only, over and over.
+func (d *Detector) mayWatch(ctx context.Context, gvr schema.GroupVersionResource) error {
+	var missing []string
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Verb: verb},
+		}}
+		if err := d.Client.Create(ctx, review); err != nil {
+			return fmt.Errorf("asking whether the controller-manager may %s %s: %w", verb, gvr.GroupResource(), err)
+		}
+		if !review.Status.Allowed {
+			missing = append(missing, verb)
+		}
+	}
+	if len(missing) > 0 {
+		return &notAllowedError{resource: gvr.GroupResource(), verbs: missing}
+	}
 	return nil
 }
 

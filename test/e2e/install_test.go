@@ -14,8 +14,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -57,7 +59,7 @@ func TestInstallOnABareControlPlane(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred(), string(canI))
 	for _, line := range strings.Split(string(canI), "\n")[1:] {
 		fields := strings.Fields(line)
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "/") {
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "[/") {
 			continue // non-resource URLs (discovery, /healthz) every user may read
 		}
 		g.Expect(line).NotTo(gomega.ContainSubstring("*"), "the manager's rights have no wildcard: %s", line)
@@ -204,4 +206,44 @@ func clientFor(t *testing.T, kubeconfig string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// The hosted layout on a cluster whose pods run (kwok's): install waits until the manager's
+// Deployment is available, under the namespace's restricted Pod Security; uninstall takes the
+// manager out and keeps the CRDs, and purge takes those too.
+func TestInstallHostedWaitsForTheManager(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	member := "west"
+	out, err := flotilla("install", "--kubeconfig", fleet.Kubeconfig(member), "--image", "registry.example/flotilla-controller-manager:test", "--wait", "2m")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("waiting for deployment flotilla-controller-manager"))
+	g.Expect(out).To(gomega.ContainSubstring("deployment flotilla-controller-manager available after"))
+	g.Expect(out).To(gomega.MatchRegexp(`Flotilla .* installed \(hosted layout\)`))
+	c := memberClient(t, member)
+	// The member is left as it was: no Flotilla CRDs in the other tests' discovery.
+	t.Cleanup(func() { _, _ = flotilla("uninstall", "--purge", "--kubeconfig", fleet.Kubeconfig(member)) })
+	d := &appsv1.Deployment{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: install.ManagerDeployment}, d)).To(gomega.Succeed())
+	g.Expect(d.Status.AvailableReplicas).To(gomega.Equal(int32(2)))
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(gomega.Equal("registry.example/flotilla-controller-manager:test"))
+
+	out, err = flotilla("uninstall", "--kubeconfig", fleet.Kubeconfig(member))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("deployment.apps/flotilla-controller-manager -n flotilla-system deleted"))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}))
+	}).Should(gomega.BeTrue())
+	crds, err := kubernetes.NewForConfigOrDie(restConfigOf(t, member)).Discovery().ServerResourcesForGroupVersion("cluster.flotilla.dev/v1alpha1")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), "uninstall keeps the CRDs")
+	g.Expect(crds.APIResources).NotTo(gomega.BeEmpty())
+}
+
+func restConfigOf(t *testing.T, name string) *rest.Config {
+	t.Helper()
+	cfg, err := fleet.RESTConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,24 @@ import (
 // installCRD creates a namespaced CRD with a status subresource in the control plane and every
 // member, and removes it when the test ends.
 func installCRD(t *testing.T, g gomega.Gomega, group, kind, plural string) {
+	t.Helper()
+	installCRDOnly(t, g, group, kind, plural)
+	grantTemplateKind(t, g, group, plural)
+}
+
+// grantTemplateKind gives the controller-manager the rights on a template kind, as a platform
+// does for a CRD it propagates (docs/install.md: What the controller-manager may do).
+func grantTemplateKind(t *testing.T, g gomega.Gomega, group, plural string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "flotilla:templates:" + plural + "." + group, Labels: map[string]string{"flotilla.dev/aggregate-to-controller-manager": "true"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{plural, plural + "/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}}},
+	}
+	g.Expect(cp.Create(context.Background(), role)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = cp.Delete(context.Background(), role) })
+}
+
+func installCRDOnly(t *testing.T, g gomega.Gomega, group, kind, plural string) {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
@@ -103,7 +122,7 @@ func customizationReady(name string) func() metav1.ConditionStatus {
 func TestCloneSetDividedByBundledCustomization(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
-	installCRD(t, g, "apps.kruise.io", "CloneSet", "clonesets")
+	installCRDOnly(t, g, "apps.kruise.io", "CloneSet", "clonesets")
 	out, err := flotilla("customizations", "install", "kruise-cloneset")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	t.Cleanup(func() {
@@ -133,6 +152,18 @@ func TestCloneSetDividedByBundledCustomization(t *testing.T) {
 		},
 	}
 	createAll(t, g, policy)
+	// The manager holds no rights on a CRD until the platform gives them: the policy says so.
+	g.Eventually(func() string {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := cp.Get(ctx, client.ObjectKeyFromObject(policy), p); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(p.Status.Conditions, "Ready"); c != nil && c.Status == metav1.ConditionFalse {
+			return c.Message
+		}
+		return ""
+	}).Should(gomega.ContainSubstring("the controller-manager may not list or watch clonesets.apps.kruise.io: give it get, list, watch, update and patch"))
+	grantTemplateKind(t, g, "apps.kruise.io", "clonesets")
 	cs := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
 		"metadata": map[string]any{"name": "web", "namespace": ns},
