@@ -70,12 +70,17 @@ func identityObjects(cs kubernetes.Interface) []memberObject {
 	}
 	return []memberObject{
 		{kind: "Namespace", name: ns,
-			get: func(ctx context.Context) error { _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); return err },
+			get: func(ctx context.Context) error {
+				_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				return err
+			},
 			apply: func(ctx context.Context) error {
 				_, err := cs.CoreV1().Namespaces().Apply(ctx, applycorev1.Namespace(ns), apply)
 				return err
 			},
-			remove: func(ctx context.Context) error { return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) }},
+			remove: func(ctx context.Context) error {
+				return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+			}},
 		{kind: "ClusterRole", name: kube.AgentRoleName,
 			get: func(ctx context.Context) error {
 				_, err := cs.RbacV1().ClusterRoles().Get(ctx, kube.AgentRoleName, metav1.GetOptions{})
