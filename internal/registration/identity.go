@@ -138,6 +138,9 @@ func createIdentity(ctx context.Context, o JoinOptions, kc *clientcmdapi.Config,
 	if err != nil {
 		return nil, kube.AgentToken{}, nil, fmt.Errorf("cluster %q: %w", o.Name, err)
 	}
+	if err := waitNamespaceGone(ctx, cs); err != nil {
+		return nil, kube.AgentToken{}, nil, fmt.Errorf("cluster %q: %w", o.Name, err)
+	}
 	var created []memberObject
 	undo := func() {
 		// The caller's context may be cancelled (Ctrl-C): clean up regardless, within bounds.
@@ -184,6 +187,25 @@ func createIdentity(ctx context.Context, o JoinOptions, kc *clientcmdapi.Config,
 		return fail(err)
 	}
 	return creds, token, undo, nil
+}
+
+// namespaceDeletionWait bounds waiting for the member's flotilla-system to finish going.
+const namespaceDeletionWait = time.Minute
+
+// waitNamespaceGone waits while the member's flotilla-system is being deleted (right after an
+// unjoin, or a join that failed and cleaned up): nothing can be created in it until it is gone.
+func waitNamespaceGone(ctx context.Context, cs kubernetes.Interface) error {
+	terminating := func(ctx context.Context) (bool, error) {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, kube.SystemNamespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && ns.DeletionTimestamp.IsZero(), err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, namespaceDeletionWait, true, terminating); err != nil {
+		return fmt.Errorf("namespace %s in the member is still being deleted after %s (by an unjoin, or a join that failed and cleaned up): %w; join again once it is gone", kube.SystemNamespace, namespaceDeletionWait, err)
+	}
+	return nil
 }
 
 // checkToken proves the stored kubeconfig works before anything is written to the control
