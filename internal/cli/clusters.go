@@ -25,17 +25,29 @@ import (
 
 func newJoinCommand(g *globals) *cobra.Command {
 	var o registration.JoinOptions
-	var memberKubeconfig string
+	var memberKubeconfig, credentials string
 	var labels []string
 	cmd := &cobra.Command{
 		Use:   "join NAME --member-kubeconfig FILE",
-		Short: "Register a member cluster: check that it answers, then store its credentials and Cluster",
-		Long: `Register a member cluster: check that it answers, then store its credentials and Cluster.
+		Short: "Register a member cluster: create Flotilla's identity in it, then store a token of that identity and the Cluster",
+		Long: `Register a member cluster: check that it answers, create Flotilla's identity in it, then store
+a token of that identity and the Cluster.
+
+By default (--credentials service-account) the member kubeconfig, an admin's, is used once:
+join applies Namespace flotilla-system, ServiceAccount flotilla-system/flotilla-agent,
+ClusterRole flotilla:agent and ClusterRoleBinding flotilla:agent in the member, requests a
+token of the ServiceAccount (--token-ttl; the controller-manager renews it with a third of its
+life left) and stores only the member's server, CA and that token. If a step fails, what join
+created in the member is removed again. unjoin removes the identity.
+
+--credentials as-given stores the member kubeconfig itself, for an identity made beforehand.
+--dry-run prints what would be created, in the member and the control plane, and writes nothing.
 
 --member-kubeconfig and --member-context name the member; --kubeconfig and --context name the
 control plane, as in every other command.`,
 		Example: fmt.Sprintf(`  %[1]s join east-1 --member-kubeconfig ~/.kube/east-1.yaml --label region=us-east --label env=prod
-  %[1]s join edge-7 --member-kubeconfig ~/.kube/config --member-context edge-7`, invokedName()),
+  %[1]s join edge-7 --member-kubeconfig ~/.kube/config --member-context edge-7 --dry-run
+  %[1]s join west-2 --member-kubeconfig west-2-flotilla.yaml --credentials as-given`, invokedName()),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -51,7 +63,8 @@ control plane, as in every other command.`,
 				return fmt.Errorf("--member-context %q is not in the member's kubeconfig %s (contexts: %v)", o.Context, memberKubeconfig, slices.Sorted(maps.Keys(kc.Contexts)))
 			}
 			o.Kubeconfig = kc
-			o.Warn = g.streams.ErrOut
+			o.Warn, o.Out = g.streams.ErrOut, g.streams.Out
+			o.Credentials = registration.CredentialsMode(credentials)
 			if o.Labels, err = parseLabels(labels); err != nil {
 				return err
 			}
@@ -60,7 +73,7 @@ control plane, as in every other command.`,
 				return err
 			}
 			cl, err := registration.Join(cmd.Context(), c, o)
-			if err != nil {
+			if err != nil || o.DryRun {
 				return err
 			}
 			fmt.Fprintf(g.streams.Out, "cluster/%s joined (endpoint %s)\n", cl.Name, cl.Spec.Endpoint)
@@ -79,6 +92,9 @@ control plane, as in every other command.`,
 	fs.StringVar(&o.Environment, "environment", "", "stage the cluster serves, such as prod, staging or edge (a DNS label)")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace the endpoint, credentials and labels of an already joined cluster")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "how long to wait for the member to answer")
+	fs.StringVar(&credentials, "credentials", string(registration.CredentialsServiceAccount), "what is stored for the member: service-account (create Flotilla's ServiceAccount in the member with the kubeconfig given, store only its token) or as-given (store the kubeconfig given, for an identity you made)")
+	fs.DurationVar(&o.TokenTTL, "token-ttl", registration.DefaultTokenTTL, "life of the ServiceAccount token asked for (at least 10m; the member's API server may change it); the controller-manager renews it")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "print what would be created in the member and the control plane; write nothing")
 	fs.StringSliceVar(&o.AllowExecPlugins, "allow-exec-plugin", nil, "exec credential plugin (command name) the kubeconfig may use; refused by default, since it runs on the controller-manager's host (the controller-manager needs the same --allow-exec-plugin)")
 	return cmd
 }
@@ -101,7 +117,7 @@ func newUnjoinCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "unjoin NAME",
 		ValidArgsFunction: g.completeNames(getResources["clusters"]),
-		Short:             "Remove a member cluster: drain its Works, delete its Cluster and credentials; its objects stay unless --objects says otherwise",
+		Short:             "Remove a member cluster: drain its Works, delete its Cluster and credentials and the identity join made in it; its objects stay unless --objects says otherwise",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			policy := clusterv1alpha1.ClusterDeletionPolicy(objects)
@@ -117,7 +133,7 @@ func newUnjoinCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := registration.Unjoin(cmd.Context(), c, args[0], registration.UnjoinOptions{Objects: policy, Wait: wait, Progress: g.streams.Out}); err != nil {
+			if err := registration.Unjoin(cmd.Context(), c, args[0], registration.UnjoinOptions{Objects: policy, Wait: wait, Progress: g.streams.Out, Warn: g.streams.ErrOut}); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.streams.Out, "cluster/%s unjoined\n", args[0])

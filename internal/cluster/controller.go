@@ -3,7 +3,9 @@
 // Cluster's status (Ready condition, version, served APIs, nodes, resource summary) and emits
 // events when readiness changes.
 //
-// It writes only Cluster status, its finalizer and events, never member objects. A deleted
+// It writes only Cluster status, its finalizer and events, never member objects; the one
+// exception is the token of an identity `flotilla join` made, which it renews (a TokenRequest in
+// the member, through the cache's connection) and stores back in the credentials Secret. A deleted
 // (unjoined) Cluster keeps its connection until the executor has drained its Works as the
 // Cluster's deletionPolicy says; then its execution namespace goes and the finalizer with it. To keep control-plane writes
 // few it patches status only when something observable changed, or to refresh lastProbeTime
@@ -130,6 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.patchStatus(ctx, before, status, true)
 	}
 
+	renewIn := r.renewToken(ctx, cl, status)
 	health, _ := r.Cache.Health(cl.Name)
 	switch health.Readiness {
 	case clustercache.ReadinessReady:
@@ -172,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	log.V(2).Info("Reconciled cluster", "readiness", health.Readiness)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: renewIn}, nil
 }
 
 // connect builds the member's REST config from the Cluster and its Secret and hands it to the

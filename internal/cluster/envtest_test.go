@@ -6,14 +6,17 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/registration"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
@@ -118,4 +122,93 @@ func TestClusterLifecycleOnRealAPIServers(t *testing.T) {
 	if err := inMember(); err != nil {
 		t.Errorf("deletionPolicy Orphan must leave the member's object: %v", err)
 	}
+}
+
+// A member joined by `flotilla join` (Flotilla's ServiceAccount, a token of an hour): once two
+// thirds of the token's life have passed on the controller's clock, the controller asks the
+// member for a new token with the current one and stores it; the connection takes it in place
+// (the same clients, still Ready) and the new token is the agent's.
+func TestTokenRenewalReplacesATokenNearingExpiry(t *testing.T) {
+	ctx := context.Background()
+	cfg, c := testenv.Start(t)
+	memberCfg, _ := testenv.Start(t)
+	admin, err := clientcmd.Load(kubeconfigFor(t, memberCfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registration.Join(ctx, c, registration.JoinOptions{Name: "m1", Kubeconfig: admin, TokenTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	secretKey := client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("m1")}
+	first := &corev1.Secret{}
+	if err := c.Get(ctx, secretKey, first); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := kube.AgentTokenFromAnnotations(first.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	now := clocktesting.NewFakePassiveClock(time.Now())
+	members := clustercache.New(clustercache.Options{ProbePeriod: time.Second, ProbeTimeout: 2 * time.Second, FailureThreshold: 3})
+	testenv.Manager(t, cfg, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Cache: members, Clock: now}).SetupWithManager(mgr)
+	})
+	condition := func(typ string) *metav1.Condition {
+		got := &clusterv1alpha1.Cluster{}
+		if c.Get(ctx, client.ObjectKey{Name: "m1"}, got) != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(got.Status.Conditions, typ)
+	}
+	eventually(t, "cluster m1 Ready with a token not yet due", func() bool {
+		r := condition(clusterv1alpha1.ConditionCredentialsRenewed)
+		return meta.IsStatusConditionTrue([]metav1.Condition{ptrOr(condition(clusterv1alpha1.ConditionReady))}, clusterv1alpha1.ConditionReady) && r != nil
+	})
+	connected, err := members.Get("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	now.SetTime(token.RenewAt().Add(time.Second))
+	renewed := &corev1.Secret{}
+	eventually(t, "a new token in the Secret", func() bool {
+		return c.Get(ctx, secretKey, renewed) == nil && renewed.Annotations[kube.TokenIssuedAtAnnotation] != first.Annotations[kube.TokenIssuedAtAnnotation]
+	})
+	if string(renewed.Data[clusterv1alpha1.CredentialsSecretKey]) == string(first.Data[clusterv1alpha1.CredentialsSecretKey]) {
+		t.Fatal("the expiry annotations changed but the kubeconfig did not")
+	}
+	next, _, err := kube.AgentTokenFromAnnotations(renewed.Annotations)
+	if err != nil || !next.ExpiresAt.After(token.ExpiresAt) || !next.RenewAt().After(now.Now()) {
+		t.Errorf("renewed token valid until %s, renewed after %s (%v); want later than the old %s and a renewal still ahead", next.ExpiresAt, next.RenewAt(), err, token.ExpiresAt)
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(renewed.Data[clusterv1alpha1.CredentialsSecretKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := kubernetes.NewForConfigOrDie(rc).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || review.Status.UserInfo.Username != kube.AgentServiceAccountUser {
+		t.Fatalf("the renewed token authenticates as %+v (%v)", review.Status.UserInfo, err)
+	}
+	if r := condition(clusterv1alpha1.ConditionCredentialsRenewed); r == nil || r.Status != metav1.ConditionTrue || r.Reason != clusterv1alpha1.ReasonTokenRenewed {
+		t.Errorf("condition %s: %+v", clusterv1alpha1.ConditionCredentialsRenewed, r)
+	}
+	// The Secret changed, and the connection took the new token without being replaced.
+	eventually(t, "the connection on the new Secret", func() bool {
+		h, _ := members.Health("m1")
+		return h.Readiness == clustercache.ReadinessReady && h.LastProbeTime.After(time.Now().Add(-time.Second))
+	})
+	if after, err := members.Get("m1"); err != nil || after.Clientset != connected.Clientset {
+		t.Errorf("the renewal replaced the member's connection (%v): informers and watches started again", err)
+	}
+	if c := condition(clusterv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready after the renewal: %+v", c)
+	}
+}
+
+func ptrOr(c *metav1.Condition) metav1.Condition {
+	if c == nil {
+		return metav1.Condition{}
+	}
+	return *c
 }

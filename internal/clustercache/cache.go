@@ -103,6 +103,7 @@ type Member struct {
 type member struct {
 	Member
 	fingerprint string
+	token       *swappableToken
 	cancel      context.CancelFunc
 	factory     informers.SharedInformerFactory
 	objects     *objectWatches
@@ -117,7 +118,8 @@ type member struct {
 }
 
 // Connect makes sure the cache holds a connection to the member with the given config.
-// fingerprint identifies the credentials; a changed fingerprint replaces the connection.
+// fingerprint identifies the credentials; a changed fingerprint replaces the connection, unless
+// only the bearer token changed (a renewal), which the connection takes in place.
 // It returns at once; probing runs in the member's own goroutine until Disconnect.
 func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fingerprint string) error {
 	c.mu.Lock()
@@ -126,10 +128,15 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 		if m.fingerprint == fingerprint {
 			return nil
 		}
+		if m.token.swap(cfg) {
+			m.fingerprint = fingerprint
+			return nil
+		}
 		m.stop()
 		delete(c.members, name)
 	}
 	cfg = rest.CopyConfig(cfg)
+	token := withSwappableToken(cfg)
 	cfg.QPS, cfg.Burst = c.opts.MemberQPS, c.opts.MemberBurst
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 500, 1000
@@ -147,6 +154,7 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 	m := &member{
 		Member:      Member{Name: name, Config: cfg, Clientset: cs, Dynamic: dyn},
 		fingerprint: fingerprint,
+		token:       token,
 		cancel:      cancel,
 		health:      Health{Readiness: ReadinessUnknown},
 		apisChanged: make(chan struct{}, 1),

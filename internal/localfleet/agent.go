@@ -8,6 +8,9 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // AgentUser is the identity Flotilla uses in member: one per member, so a leaked credential
@@ -15,24 +18,15 @@ import (
 // system:masters) decides what it may do, so it can be narrowed or revoked in the member.
 func AgentUser(member string) string { return "system:flotilla:agent:" + member }
 
-// agentRBAC is what Flotilla needs in a member: every verb of reading and writing objects of
-// any kind (templates are any kind), and nothing that lifts privileges beyond that:
-// no impersonate, escalate, bind, approve or sign, so a propagated Role or binding can grant
-// no more than this role holds.
-const agentRBAC = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: flotilla:agent
-rules:
-- apiGroups: ["*"]
-  resources: ["*"]
-  verbs: [get, list, watch, create, update, patch, delete, deletecollection]
----
-apiVersion: rbac.authorization.k8s.io/v1
+// agentBinding grants member's agent certificate user the agent ClusterRole (defined once, in
+// kube, for `flotilla join` too). It is not named flotilla:agent: that binding belongs to the
+// ServiceAccount `flotilla join` creates, and unjoin removes it, so joining a local member under
+// another name must neither rebind nor remove the fleet's own identity.
+const agentBinding = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
-  name: flotilla:agent
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "flotilla:agent"}
+  name: flotilla:agent:certificate
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %q}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %q}
 `
@@ -79,5 +73,9 @@ func (f *LocalFleet) ensureAgent(ctx context.Context, member string) error {
 	if err != nil {
 		return err
 	}
-	return applyManifests(ctx, rc, []byte(fmt.Sprintf(agentRBAC, AgentUser(member))))
+	role, err := yaml.Marshal(kube.AgentClusterRole())
+	if err != nil {
+		return err
+	}
+	return applyManifests(ctx, rc, []byte(string(role)+"---\n"+fmt.Sprintf(agentBinding, kube.AgentRoleName, AgentUser(member))))
 }

@@ -18,12 +18,13 @@ import (
 func (f *LocalFleet) Join(ctx context.Context, c client.Client, out io.Writer, timeout time.Duration) error {
 	start := time.Now()
 	for _, m := range f.Fleet().Members {
-		// Flotilla's own identity in the member, not the fleet's admin certificate.
+		// Flotilla's own identity in the member, not the fleet's admin certificate: the fleet
+		// made it (ensureAgent), so it is stored as given.
 		kc, err := clientcmd.LoadFromFile(f.AgentKubeconfig(m.Name))
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.Name, err)
 		}
-		if _, err := registration.Join(ctx, c, registration.JoinOptions{Name: m.Name, Kubeconfig: kc, Labels: m.Labels, Overwrite: true,
+		if _, err := registration.Join(ctx, c, registration.JoinOptions{Name: m.Name, Kubeconfig: kc, Labels: m.Labels, Overwrite: true, Credentials: registration.CredentialsAsGiven,
 			Description: m.Description, ShortName: m.ShortName, Environment: m.Environment}); err != nil {
 			return err
 		}

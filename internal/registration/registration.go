@@ -3,8 +3,15 @@
 // the credentials Secret and the Cluster together, undoing the Secret when the Cluster cannot
 // be written. It also joins the members of a local fleet and waits for them to be Ready.
 //
-// It must not probe members after joining (the cluster controller and clustercache own health)
-// and must not touch anything in the members.
+// By default join uses the given (admin) kubeconfig once, to create Flotilla's own identity in
+// the member (a ServiceAccount bound to the flotilla:agent ClusterRole), and stores only a token
+// of it; anything it created in the member is removed again when a later step fails. Unjoin
+// removes that identity with the token itself. The trade-off: join needs rights to manage RBAC
+// in the member, in exchange the control plane never holds an admin credential; with
+// --credentials as-given it stores an identity the platform made instead.
+//
+// It must not probe members after joining (the cluster controller and clustercache own health,
+// and the cluster controller renews the token) and touches nothing in a member but the identity.
 package registration
 
 import (
@@ -60,10 +67,52 @@ type JoinOptions struct {
 	AllowExecPlugins []string
 	// Warn receives warnings about the credentials (an admin identity); nil says nothing.
 	Warn io.Writer
+	// Credentials says what is stored: empty or CredentialsServiceAccount creates Flotilla's
+	// identity in the member; CredentialsAsGiven stores Kubeconfig itself.
+	Credentials CredentialsMode
+	// TokenTTL is the life asked for the identity's token; DefaultTokenTTL when zero.
+	TokenTTL time.Duration
+	// DryRun prints to Out what would be created, in the member and the control plane, and
+	// writes nothing anywhere.
+	DryRun bool
+	Out    io.Writer
+}
+
+func (o JoinOptions) timeout() time.Duration {
+	if o.Timeout == 0 {
+		return 10 * time.Second
+	}
+	return o.Timeout
+}
+
+func (o JoinOptions) tokenTTL() time.Duration {
+	if o.TokenTTL == 0 {
+		return DefaultTokenTTL
+	}
+	return o.TokenTTL
+}
+
+func (o JoinOptions) credentials() CredentialsMode {
+	if o.Credentials == "" {
+		return CredentialsServiceAccount
+	}
+	return o.Credentials
+}
+
+func (o JoinOptions) validate() error {
+	switch o.credentials() {
+	case CredentialsServiceAccount, CredentialsAsGiven:
+	default:
+		return fmt.Errorf("--credentials %q: use %s (create Flotilla's identity in the member and store only its token) or %s (store the kubeconfig given)", o.Credentials, CredentialsServiceAccount, CredentialsAsGiven)
+	}
+	if o.TokenTTL != 0 && o.TokenTTL < kube.MinTokenTTL {
+		return fmt.Errorf("--token-ttl %s: the API server issues tokens of at least %s; give %s or more", o.TokenTTL, kube.MinTokenTTL, kube.MinTokenTTL)
+	}
+	return nil
 }
 
 // Join validates the member and then writes its credentials Secret and Cluster. When it fails,
-// the control plane holds what it held before.
+// the control plane holds what it held before, and the member too.
 func Join(ctx context.Context, c client.Client, o JoinOptions) (*clusterv1alpha1.Cluster, error) {
 	if err := validateName(o.Name); err != nil {
 		return nil, err
@@ -71,11 +120,19 @@ func Join(ctx context.Context, c client.Client, o JoinOptions) (*clusterv1alpha1
 	if err := validateLabels(o.Labels); err != nil {
 		return nil, err
 	}
-	creds, cfg, err := memberCredentials(o)
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	creds, kc, cfg, err := memberCredentials(o)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMember(ctx, o.Name, cfg, o.Timeout, o.Warn); err != nil {
+	// Only stored admin credentials are worth a warning: the default mode uses them once.
+	warnAdmin := o.Warn
+	if o.credentials() != CredentialsAsGiven {
+		warnAdmin = nil
+	}
+	if err := checkMember(ctx, o.Name, cfg, o.Timeout, warnAdmin); err != nil {
 		return nil, err
 	}
 
@@ -98,21 +155,46 @@ func Join(ctx context.Context, c client.Client, o JoinOptions) (*clusterv1alpha1
 	default:
 		return nil, fmt.Errorf("reading cluster %q: %w", o.Name, err)
 	}
+	if o.DryRun {
+		if err := printPlan(ctx, o, cfg, existing != nil, o.Out); err != nil {
+			return nil, err
+		}
+		return &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Labels: o.Labels}, Spec: clusterv1alpha1.ClusterSpec{Endpoint: cfg.Host}}, nil
+	}
 
+	var annotations map[string]string
+	undoMember := func() {}
+	if o.credentials() == CredentialsServiceAccount {
+		var token kube.AgentToken
+		if creds, token, undoMember, err = createIdentity(ctx, o, kc, cfg); err != nil {
+			return nil, err
+		}
+		annotations = token.Annotations()
+	}
+	cluster, err := writeControlPlane(ctx, c, o, existing, cfg.Host, creds, annotations)
+	if err != nil {
+		undoMember()
+		return nil, err
+	}
+	return cluster, nil
+}
+
+// writeControlPlane stores the Secret and the Cluster, or leaves the control plane as it was.
+func writeControlPlane(ctx context.Context, c client.Client, o JoinOptions, existing *clusterv1alpha1.Cluster, endpoint string, creds []byte, annotations map[string]string) (*clusterv1alpha1.Cluster, error) {
 	if err := ensureNamespace(ctx, c); err != nil {
 		return nil, err
 	}
-	secret, previous, err := writeSecret(ctx, c, o.Name, creds)
+	secret, previous, err := writeSecret(ctx, c, o.Name, creds, annotations)
 	if err != nil {
 		return nil, err
 	}
-	cluster, err := writeCluster(ctx, c, existing, o, cfg.Host, secret)
+	cluster, err := writeCluster(ctx, c, existing, o, endpoint, secret)
 	if err != nil {
 		// Put the Secret back as it was, so a failed join leaves nothing half-written.
 		if previous == nil {
 			_ = c.Delete(context.WithoutCancel(ctx), secret)
 		} else {
-			_ = c.Update(context.WithoutCancel(ctx), secretWith(secret, previous.Data))
+			_ = c.Update(context.WithoutCancel(ctx), secretWith(secret, previous))
 		}
 		return nil, err
 	}
@@ -128,9 +210,9 @@ func Join(ctx context.Context, c client.Client, o JoinOptions) (*clusterv1alpha1
 	return cluster, nil
 }
 
-func secretWith(s *corev1.Secret, data map[string][]byte) *corev1.Secret {
+func secretWith(s, previous *corev1.Secret) *corev1.Secret {
 	out := s.DeepCopy()
-	out.Data = data
+	out.Data, out.Annotations = previous.Data, previous.Annotations
 	return out
 }
 
@@ -158,43 +240,43 @@ func validateLabels(labels map[string]string) error {
 
 // memberCredentials reduces the kubeconfig to the chosen context with every file inlined, so the
 // stored Secret stands on its own.
-func memberCredentials(o JoinOptions) ([]byte, *rest.Config, error) {
+func memberCredentials(o JoinOptions) ([]byte, *clientcmdapi.Config, *rest.Config, error) {
 	if o.Kubeconfig == nil {
-		return nil, nil, errors.New("kubeconfig is empty: pass --kubeconfig with the member's kubeconfig file")
+		return nil, nil, nil, errors.New("kubeconfig is empty: pass --kubeconfig with the member's kubeconfig file")
 	}
 	kc := o.Kubeconfig.DeepCopy()
 	if o.Context != "" {
 		if _, ok := kc.Contexts[o.Context]; !ok {
-			return nil, nil, fmt.Errorf("--context %q is not in the kubeconfig (contexts: %v)", o.Context, slices.Sorted(maps.Keys(kc.Contexts)))
+			return nil, nil, nil, fmt.Errorf("--context %q is not in the kubeconfig (contexts: %v)", o.Context, slices.Sorted(maps.Keys(kc.Contexts)))
 		}
 		kc.CurrentContext = o.Context
 	}
 	if kc.CurrentContext == "" {
-		return nil, nil, fmt.Errorf("the kubeconfig has no current context: pass --context (contexts: %v)", slices.Sorted(maps.Keys(kc.Contexts)))
+		return nil, nil, nil, fmt.Errorf("the kubeconfig has no current context: pass --context (contexts: %v)", slices.Sorted(maps.Keys(kc.Contexts)))
 	}
 	if err := clientcmdapi.MinifyConfig(kc); err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
+		return nil, nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
 	}
 	if err := clientcmdapi.FlattenConfig(kc); err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig context %q: reading its certificate files: %w", kc.CurrentContext, err)
+		return nil, nil, nil, fmt.Errorf("kubeconfig context %q: reading its certificate files: %w", kc.CurrentContext, err)
 	}
 	// Before anything contacts the member: an exec plugin would run right here, and later in
 	// the controller-manager.
 	if err := kube.CheckMemberCredentials(kc, o.AllowExecPlugins); err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
+		return nil, nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
+		return nil, nil, nil, fmt.Errorf("kubeconfig context %q: %w", kc.CurrentContext, err)
 	}
 	if cfg.Host == "" {
-		return nil, nil, fmt.Errorf("kubeconfig context %q has no server URL", kc.CurrentContext)
+		return nil, nil, nil, fmt.Errorf("kubeconfig context %q has no server URL", kc.CurrentContext)
 	}
 	data, err := clientcmd.Write(*kc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return data, cfg, nil
+	return data, kc, cfg, nil
 }
 
 // checkMember proves the member answers and accepts the credentials before anything is written.
@@ -238,14 +320,15 @@ func ensureNamespace(ctx context.Context, c client.Client) error {
 func SecretName(cluster string) string { return "cluster-" + cluster + "-credentials" }
 
 // writeSecret creates or updates the credentials Secret and returns the Secret as it was before.
-func writeSecret(ctx context.Context, c client.Client, name string, creds []byte) (*corev1.Secret, *corev1.Secret, error) {
+// annotations replace the identity annotations the Secret had: none for credentials as given.
+func writeSecret(ctx context.Context, c client.Client, name string, creds []byte, annotations map[string]string) (*corev1.Secret, *corev1.Secret, error) {
 	key := client.ObjectKey{Namespace: kube.SystemNamespace, Name: SecretName(name)}
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, key, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 		secret = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{ClusterNameLabel: name}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{ClusterNameLabel: name}, Annotations: annotations},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{clusterv1alpha1.CredentialsSecretKey: creds},
 		}
@@ -262,6 +345,13 @@ func writeSecret(ctx context.Context, c client.Client, name string, creds []byte
 		secret.Labels = map[string]string{}
 	}
 	secret.Labels[ClusterNameLabel] = name
+	for _, k := range []string{kube.IdentityAnnotation, kube.TokenIssuedAtAnnotation, kube.TokenExpiresAtAnnotation} {
+		delete(secret.Annotations, k)
+	}
+	if len(annotations) > 0 && secret.Annotations == nil {
+		secret.Annotations = map[string]string{}
+	}
+	maps.Copy(secret.Annotations, annotations)
 	if err := c.Update(ctx, secret); err != nil {
 		return nil, nil, fmt.Errorf("storing credentials secret %s: %w", key, err)
 	}
@@ -313,7 +403,9 @@ func writeCluster(ctx context.Context, c client.Client, existing *clusterv1alpha
 	return existing, nil
 }
 
-// Unjoin deletes the Cluster and its credentials Secret. Nothing in the member is touched.
+// Unjoin deletes the Cluster and its credentials Secret. When join made the member's identity,
+// it is removed from the member after the drain, best-effort: an unreachable member is warned
+// about, not an error.
 func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) error {
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
@@ -321,6 +413,13 @@ func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) 
 			return fmt.Errorf("cluster %q is not joined", name)
 		}
 		return err
+	}
+	// Read now: the control plane's garbage collector deletes the Secret with the Cluster.
+	ref := cluster.Spec.CredentialsSecretRef
+	stored := &corev1.Secret{}
+	var identity []byte
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, stored); err == nil {
+		identity = identityOf(stored)
 	}
 	if o.Objects != "" && o.Objects != cluster.Spec.DeletionPolicy {
 		patch := client.MergeFrom(cluster.DeepCopy())
@@ -363,12 +462,69 @@ func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) 
 			}
 		}
 	}
-	ref := cluster.Spec.CredentialsSecretRef
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
 	if err := c.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting credentials secret %s/%s of cluster %q: %w", ref.Namespace, ref.Name, name, err)
 	}
+	if identity != nil {
+		unjoinIdentity(ctx, c, cluster, identity, o)
+	}
 	return nil
+}
+
+// unjoinIdentity removes the identity join made in the member, or says why it stays.
+func unjoinIdentity(ctx context.Context, c client.Client, cluster *clusterv1alpha1.Cluster, kubeconfig []byte, o UnjoinOptions) {
+	warn := o.Warn
+	if warn == nil {
+		warn = io.Discard
+	}
+	keep := func(why string) {
+		fmt.Fprintf(warn, "warning: cluster %q: Flotilla's identity stays in the member (ClusterRoleBinding and ClusterRole %s, ServiceAccount %s/%s): %s\n",
+			cluster.Name, kube.AgentRoleName, kube.SystemNamespace, kube.AgentServiceAccount, why)
+	}
+	if o.Wait == 0 {
+		// The drain still needs the identity to delete or release the member's objects.
+		keep("--wait 0 returns before the drain, which uses it; delete ClusterRoleBinding " + kube.AgentRoleName + " in the member once the Cluster is gone")
+		return
+	}
+	if other := sharedIdentity(ctx, c, cluster); other != "" {
+		keep("cluster " + other + " has the same endpoint and uses it")
+		return
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		keep("the stored kubeconfig is unusable: " + err.Error())
+		return
+	}
+	cfg.Timeout = 10 * time.Second
+	removed, err := removeIdentity(ctx, cfg)
+	if err != nil {
+		keep(fmt.Sprintf("%v (is the member at %s reachable?); remove them with the member's admin kubeconfig", err, cluster.Spec.Endpoint))
+		return
+	}
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "cluster/%s: removed from the member: %s\n", cluster.Name, strings.Join(removed, ", "))
+	}
+}
+
+// sharedIdentity names another Cluster of this control plane joined to the same member with an
+// identity Flotilla made: the ServiceAccount is one per member, so it must stay.
+func sharedIdentity(ctx context.Context, c client.Client, cluster *clusterv1alpha1.Cluster) string {
+	list := &clusterv1alpha1.ClusterList{}
+	if err := c.List(ctx, list); err != nil {
+		return ""
+	}
+	for _, o := range list.Items {
+		if o.Name == cluster.Name || o.Spec.Endpoint != cluster.Spec.Endpoint {
+			continue
+		}
+		s := &corev1.Secret{}
+		ref := o.Spec.CredentialsSecretRef
+		if c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, s) == nil && identityOf(s) != nil {
+			return o.Name
+		}
+	}
+	return ""
 }
 
 // UnjoinOptions say what unjoining does to the member's objects and whether to wait.
@@ -378,8 +534,11 @@ type UnjoinOptions struct {
 	Objects clusterv1alpha1.ClusterDeletionPolicy
 	// Wait bounds waiting for the Cluster's Works to drain; 0 does not wait.
 	Wait time.Duration
-	// Progress receives a line each time the count of Works left changes.
+	// Progress receives a line each time the count of Works left changes, and what was
+	// removed from the member.
 	Progress io.Writer
+	// Warn receives why Flotilla's identity stays in the member; nil says nothing.
+	Warn io.Writer
 }
 
 // WaitReady waits until every named Cluster is Ready, calling onReady once per cluster as it

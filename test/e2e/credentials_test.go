@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,7 +133,8 @@ func TestMemberCredentialsRotateWithoutInterruption(t *testing.T) {
 	path, err := fleet.UserKubeconfig("east", "system:flotilla:agent:east", "rotation-1")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	m, _ := fleet.Fleet().Member("east")
-	args := []string{"join", "east", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", path, "--overwrite"}
+	// A certificate the platform issued: stored as given, not used to make an identity.
+	args := []string{"join", "east", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", path, "--overwrite", "--credentials", "as-given"}
 	for k, v := range m.Labels {
 		args = append(args, "--label", k+"="+v)
 	}
@@ -148,4 +153,75 @@ func TestMemberCredentialsRotateWithoutInterruption(t *testing.T) {
 			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
 		}}, webDeployment(ns, 1))
 	g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "web") }).Should(gomega.Equal(int32(1)))
+}
+
+// Given a member's admin kubeconfig, when it is joined under a new name, then join creates
+// Flotilla's ServiceAccount in the member and the control plane stores only a token of it,
+// which delivers; when the cluster is unjoined, then its identity leaves the member, and the
+// member's own agent (the local fleet's, bound to the same ClusterRole) keeps working.
+func TestJoinCreatesTheMemberIdentity(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	member := memberClient(t, "west")
+	agentObjects := func() []string {
+		var found []string
+		for _, o := range []client.Object{&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: kube.SystemNamespace, Name: kube.AgentServiceAccount}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: kube.AgentRoleName}}} {
+			if err := member.Get(ctx, client.ObjectKeyFromObject(o), o); err == nil && o.GetDeletionTimestamp().IsZero() {
+				found = append(found, fmt.Sprintf("%T %s", o, o.GetName()))
+			}
+		}
+		return found
+	}
+
+	// Dry run first: it says what it would make and makes nothing.
+	out, err := flotilla("join", "west-sa", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", fleet.Kubeconfig("west"), "--dry-run")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.And(gomega.ContainSubstring("ServiceAccount flotilla-system/flotilla-agent"), gomega.ContainSubstring("nothing was written")))
+	g.Expect(agentObjects()).To(gomega.BeEmpty())
+	g.Expect(apierrors.IsNotFound(cp.Get(ctx, client.ObjectKey{Name: "west-sa"}, &clusterv1alpha1.Cluster{}))).To(gomega.BeTrue())
+
+	out, err = flotilla("join", "west-sa", "--kubeconfig", fleet.Kubeconfig(""), "--member-kubeconfig", fleet.Kubeconfig("west"),
+		"--label", "identity=service-account", "--token-ttl", "2h")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).NotTo(gomega.ContainSubstring("system:masters"), "the admin credentials are used once, not stored: no warning")
+	g.Expect(agentObjects()).To(gomega.HaveLen(2))
+	g.Eventually(func() metav1.ConditionStatus { return readyStatus(t, "west-sa") }).Should(gomega.Equal(metav1.ConditionTrue))
+
+	// The stored identity is the ServiceAccount's token, nothing of the admin's.
+	secret := &corev1.Secret{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: registration.SecretName("west-sa")}, secret)).To(gomega.Succeed())
+	g.Expect(secret.Annotations).To(gomega.HaveKeyWithValue(kube.IdentityAnnotation, kube.IdentityServiceAccountToken))
+	token, _, err := kube.AgentTokenFromAnnotations(secret.Annotations)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(token.ExpiresAt).To(gomega.BeTemporally("~", time.Now().Add(2*time.Hour), 5*time.Minute))
+	admin, err := fleet.RESTConfig("west")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	raw, _ := secret.Marshal()
+	g.Expect(bytes.Contains(raw, admin.KeyData) || bytes.Contains(raw, []byte(base64.StdEncoding.EncodeToString(admin.KeyData)))).To(gomega.BeFalse(), "the admin's key is in the control plane")
+	g.Expect(bytes.Contains(raw, admin.CertData) || bytes.Contains(raw, []byte(base64.StdEncoding.EncodeToString(admin.CertData)))).To(gomega.BeFalse(), "the admin's certificate is in the control plane")
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[clusterv1alpha1.CredentialsSecretKey])
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	review, err := kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(review.Status.UserInfo.Username).To(gomega.Equal(kube.AgentServiceAccountUser))
+
+	// It delivers.
+	ns := "sa-identity"
+	ensureNamespace(t, cp, ns)
+	createAll(t, g, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"west-sa"}}},
+		}}, webDeployment(ns, 1))
+	g.Eventually(func() int32 { return memberReplicas(t, "west", ns, "web") }).Should(gomega.Equal(int32(1)))
+
+	// Unjoined, its identity leaves the member; west's own agent keeps the shared ClusterRole.
+	out, err = flotilla("unjoin", "west-sa", "--kubeconfig", fleet.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("removed from the member: ClusterRoleBinding flotilla:agent"), out)
+	g.Expect(out).NotTo(gomega.ContainSubstring("warning"), out)
+	g.Eventually(agentObjects).Should(gomega.BeEmpty())
+	g.Expect(member.Get(ctx, client.ObjectKey{Name: kube.AgentRoleName}, &rbacv1.ClusterRole{})).To(gomega.Succeed(), "the local fleet's agent binds the role too")
+	g.Consistently(func() metav1.ConditionStatus { return readyStatus(t, "west") }).WithTimeout(3 * time.Second).Should(gomega.Equal(metav1.ConditionTrue))
 }

@@ -49,6 +49,13 @@ const (
 	// controller-manager's memory) are drained; its message counts those left.
 	ConditionDraining = "Draining"
 	ReasonDraining    = "Draining"
+
+	// ConditionCredentialsRenewed is present when `flotilla join` made the member's identity
+	// (a ServiceAccount token, renewed by the cluster controller, its only writer): False with
+	// the reason when the last renewal failed, and when the token expires.
+	ConditionCredentialsRenewed = "CredentialsRenewed"
+	ReasonTokenRenewed          = "TokenRenewed"
+	ReasonRenewalFailed         = "RenewalFailed"
 )
 
 // CredentialsSecretKey is the key, in the credentials Secret, of a kubeconfig for the member.
