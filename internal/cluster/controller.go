@@ -91,8 +91,10 @@ const clusterNameLabel = "cluster.flotilla.dev/name"
 // Clusters: status, and the finalizer that holds an unjoined Cluster until its Works are drained.
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters/status;clusters/finalizers,verbs=get;update;patch
-// Credentials Secrets are read to connect to members and rewritten to renew a member's token.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;patch
+// Credentials Secrets are read to connect to members, and rewritten (in flotilla-system only)
+// to renew a member's token.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=update;patch
 // Each Cluster's execution namespace goes when the Cluster does.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;delete
 

@@ -242,7 +242,7 @@ type notAllowedError struct {
 }
 
 func (e *notAllowedError) Error() string {
-	return fmt.Sprintf("the controller-manager may not %s %s: give it get, list, watch, update and patch on %s and its status with a ClusterRole labelled flotilla.dev/aggregate-to-controller-manager: \"true\" (docs/install.md: What the controller-manager may do)",
+	return fmt.Sprintf("the controller-manager may not %s %s: give it get, list and watch on %s (and get, update and patch on its status) with a ClusterRole labelled flotilla.dev/aggregate-to-controller-manager: \"true\" (docs/install.md: What the controller-manager may do)",
 		strings.Join(e.verbs, " or "), e.resource, e.resource)
 }
 

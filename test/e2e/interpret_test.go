@@ -38,7 +38,10 @@ func grantTemplateKind(t *testing.T, g gomega.Gomega, group, plural string) {
 	t.Helper()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "flotilla:templates:" + plural + "." + group, Labels: map[string]string{"flotilla.dev/aggregate-to-controller-manager": "true"}},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{plural, plural + "/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{group}, Resources: []string{plural}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{group}, Resources: []string{plural + "/status"}, Verbs: []string{"get", "update", "patch"}},
+		},
 	}
 	g.Expect(cp.Create(context.Background(), role)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = cp.Delete(context.Background(), role) })
@@ -162,7 +165,7 @@ func TestCloneSetDividedByBundledCustomization(t *testing.T) {
 			return c.Message
 		}
 		return ""
-	}).Should(gomega.ContainSubstring("the controller-manager may not list or watch clonesets.apps.kruise.io: give it get, list, watch, update and patch"))
+	}).Should(gomega.ContainSubstring("the controller-manager may not list or watch clonesets.apps.kruise.io: give it get, list and watch on clonesets.apps.kruise.io"))
 	grantTemplateKind(t, g, "apps.kruise.io", "clonesets")
 	cs := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
