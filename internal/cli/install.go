@@ -2,12 +2,16 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/flotilla-dev/flotilla/internal/install"
+	"github.com/flotilla-dev/flotilla/internal/manager"
 )
 
 func newInstallCommand(g *globals) *cobra.Command {
@@ -35,6 +39,9 @@ the manager's ServiceAccount with --manager-kubeconfig, to run the manager elsew
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Layout = install.Layout(layout)
+			if err := checkManagerArgs(o.ManagerArgs); err != nil {
+				return usageError(cmd, err)
+			}
 			if export {
 				objs, err := install.Objects(o.Options)
 				if err != nil {
@@ -77,7 +84,7 @@ the manager's ServiceAccount with --manager-kubeconfig, to run the manager elsew
 				if err != nil {
 					return err
 				}
-				if err := os.WriteFile(managerKubeconfig, data, 0o600); err != nil {
+				if err := writePrivate(managerKubeconfig, data); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.streams.Out, "wrote %s: the controller-manager's ServiceAccount, token valid until %s (run install again to renew it); start the manager with flotilla-controller-manager --kubeconfig %s --leader-elect\n",
@@ -94,7 +101,40 @@ the manager's ServiceAccount with --manager-kubeconfig, to run the manager elsew
 	fs.DurationVar(&o.Wait, "wait", 5*time.Minute, "how long to wait for the hosted controller-manager to be available; 0 returns once applied")
 	fs.StringVar(&managerKubeconfig, "manager-kubeconfig", "", "with --layout dedicated: write a kubeconfig for the controller-manager's ServiceAccount to this file")
 	fs.DurationVar(&tokenTTL, "manager-token-ttl", 30*24*time.Hour, "lifetime of the token in --manager-kubeconfig")
+	fs.StringArrayVar(&o.ManagerArgs, "manager-arg", nil, "a flag added to the hosted controller-manager's arguments, repeatable (e.g. --manager-arg=--history-dsn=postgres://flotilla@db/flotilla)")
 	return cmd
+}
+
+// checkManagerArgs parses --manager-arg values with the manager's own flags, so a typo is
+// refused here and not by a crash-looping pod.
+func checkManagerArgs(args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	manager.NewFlags().Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("--manager-arg: %w (see flotilla controller-manager --help)", err)
+	}
+	return nil
+}
+
+// writePrivate writes a credential readable by its owner only, an existing file included.
+func writePrivate(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".flotilla-kubeconfig-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path) // CreateTemp made it 0600
 }
 
 func newUninstallCommand(g *globals) *cobra.Command {

@@ -155,9 +155,13 @@ func (d *Detector) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 	for i, s := range sels {
 		if err := d.ensureWatch(ctx, schema.FromAPIVersionAndKind(s.APIVersion, s.Kind)); err != nil {
 			var denied *notAllowedError
-			if errors.As(err, &denied) {
+			switch {
+			case errors.As(err, &denied):
 				problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d]: %v (checked again every 5s)", i, denied))
-			} else {
+			case !meta.IsNoMatchError(err):
+				ctrl.LoggerFrom(ctx).Info("Cannot watch kind yet; retrying", "apiVersion", s.APIVersion, "kind", s.Kind, "error", err.Error())
+				problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d]: kind %s of %s cannot be watched yet (checked again every 5s)", i, s.Kind, s.APIVersion))
+			default:
 				ctrl.LoggerFrom(ctx).Info("Kind not served yet; retrying", "apiVersion", s.APIVersion, "kind", s.Kind, "error", err.Error())
 				problems = append(problems, fmt.Sprintf("spec.resourceSelectors[%d]: the control plane does not serve kind %s of %s; fix apiVersion and kind, or install its CRD (checked again every 5s)", i, s.Kind, s.APIVersion))
 			}

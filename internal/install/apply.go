@@ -86,15 +86,23 @@ func Apply(ctx context.Context, cfg *rest.Config, o ApplyOptions) ([]Change, err
 	if err := t.checkServer(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.checkExisting(ctx, o.Options); err != nil {
+	replace, err := t.checkExisting(ctx, o.Options)
+	if err != nil {
 		return nil, err
 	}
-	createdNamespace, err := t.dryRun(ctx, objs)
+	createdNamespace, err := t.dryRun(ctx, objs, replace)
 	if err != nil {
 		if createdNamespace {
 			_ = t.kube.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), Namespace, metav1.DeleteOptions{})
 		}
 		return nil, err
+	}
+	if replace != nil {
+		// Replaced, not taken over: its selector may differ from ours and cannot change.
+		if err := t.kube.AppsV1().Deployments(Namespace).Delete(ctx, ManagerDeployment, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+			return nil, fmt.Errorf("replacing deployment %s/%s: %w", Namespace, ManagerDeployment, err)
+		}
+		fmt.Fprintf(t.out, "deployment.apps/%s -n %s (managed by %s) deleted, to be replaced\n", ManagerDeployment, Namespace, managers(replace))
 	}
 	var changes []Change
 	for i, stage := range [][]*unstructured.Unstructured{crds(objs, true), crds(objs, false)} {
@@ -139,6 +147,9 @@ func (t *target) checkServer(ctx context.Context) error {
 		return fmt.Errorf("cannot reach the API server at %s: %w; check --kubeconfig/--context", t.host, err)
 	}
 	resources, err := t.kube.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading the API server's admissionregistration.k8s.io/v1 resources at %s: %w", t.host, err)
+	}
 	served := false
 	if err == nil {
 		for _, r := range resources.APIResources {
@@ -152,34 +163,33 @@ func (t *target) checkServer(ctx context.Context) error {
 }
 
 // checkExisting refuses to overwrite a newer Flotilla, or a manager another tool installed,
-// unless forced.
-func (t *target) checkExisting(ctx context.Context, o Options) error {
+// unless forced; forced, it returns that manager's Deployment, to be replaced once the dry run
+// passed.
+func (t *target) checkExisting(ctx context.Context, o Options) (replace *appsv1.Deployment, err error) {
 	ns, err := t.kube.CoreV1().Namespaces().Get(ctx, Namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return nil // nothing there, or the dry run will name the missing rights
+		return nil, nil // nothing there, or the dry run will name the missing rights
 	}
 	if err != nil {
-		return fmt.Errorf("reading namespace %s: %w", Namespace, err)
+		return nil, fmt.Errorf("reading namespace %s: %w", Namespace, err)
 	}
 	have := ns.Annotations[VersionAnnotation]
 	if have != "" && have != o.Version && semver.IsValid(have) && semver.IsValid(o.Version) && semver.Compare(have, o.Version) > 0 && !o.Force {
-		return fmt.Errorf("namespace %s holds Flotilla %s, newer than this binary's %s: install with a %s binary, or pass --force to go back to %s; nothing was changed", Namespace, have, o.Version, have, o.Version)
+		return nil, fmt.Errorf("namespace %s holds Flotilla %s, newer than this binary's %s: install with a %s binary, or pass --force to go back to %s; nothing was changed", Namespace, have, o.Version, have, o.Version)
 	}
-	d, err := t.kube.AppsV1().Deployments(Namespace).Get(ctx, ManagerDeployment, metav1.GetOptions{})
-	if err == nil && d.Annotations[VersionAnnotation] == "" {
-		if !o.Force {
-			return fmt.Errorf("namespace %s already holds a deployment %s that flotilla install did not make (managed by %s): remove it, or pass --force to replace it; nothing was changed", Namespace, ManagerDeployment, managers(d))
+	if o.Layout == Hosted {
+		d, err := t.kube.AppsV1().Deployments(Namespace).Get(ctx, ManagerDeployment, metav1.GetOptions{})
+		if err == nil && d.Annotations[VersionAnnotation] == "" {
+			if !o.Force {
+				return nil, fmt.Errorf("namespace %s already holds a deployment %s that flotilla install did not make (managed by %s): remove it, or pass --force to replace it; nothing was changed", Namespace, ManagerDeployment, managers(d))
+			}
+			replace = d
 		}
-		// Replaced, not taken over: its selector may differ from ours and cannot change.
-		if err := t.kube.AppsV1().Deployments(Namespace).Delete(ctx, ManagerDeployment, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-			return fmt.Errorf("replacing deployment %s/%s: %w", Namespace, ManagerDeployment, err)
-		}
-		fmt.Fprintf(t.out, "deployment %s/%s (managed by %s) deleted, to be replaced\n", Namespace, ManagerDeployment, managers(d))
 	}
 	if have != "" && have != o.Version {
 		fmt.Fprintf(t.out, "upgrading Flotilla %s to %s\n", have, o.Version)
 	}
-	return nil
+	return replace, nil
 }
 
 func managers(d *appsv1.Deployment) string {
@@ -195,8 +205,8 @@ func managers(d *appsv1.Deployment) string {
 
 // dryRun applies every object with a server-side dry run and reports every refusal at once.
 // Namespaced objects need their namespace, so a missing one is created first; the caller
-// deletes it again when the dry run fails.
-func (t *target) dryRun(ctx context.Context, objs []*unstructured.Unstructured) (createdNamespace bool, err error) {
+// deletes it again when the dry run fails. A Deployment to be replaced is checked as new.
+func (t *target) dryRun(ctx context.Context, objs []*unstructured.Unstructured, replace *appsv1.Deployment) (createdNamespace bool, err error) {
 	_, err = t.kube.CoreV1().Namespaces().Get(ctx, Namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		for _, u := range objs {
@@ -210,6 +220,9 @@ func (t *target) dryRun(ctx context.Context, objs []*unstructured.Unstructured) 
 	}
 	var errs []error
 	for _, u := range objs {
+		if replace != nil && u.GetKind() == "Deployment" && u.GetName() == ManagerDeployment {
+			continue // its selector may be immutable against ours; it is deleted first
+		}
 		if _, err := t.applyObject(ctx, u, true); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ref(u), err))
 		}

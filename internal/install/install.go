@@ -66,8 +66,11 @@ type Options struct {
 	Image string
 	// Version written on every object; this binary's when empty.
 	Version string
-	// Force installs over a newer version or over a Deployment another tool made.
+	// Force installs over a newer version, or replaces a Deployment another tool made.
 	Force bool
+	// ManagerArgs are added to the hosted manager's arguments (--history-dsn=postgres://...);
+	// a later one of the same flag wins over the base's.
+	ManagerArgs []string
 }
 
 // Version is this binary's module version: a release tag, a pseudo-version, or "(devel)".
@@ -115,6 +118,11 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 	if err := checkImage(o.Image); err != nil {
 		return nil, err
 	}
+	for _, a := range o.ManagerArgs {
+		if !strings.HasPrefix(a, "--") || strings.ContainsAny(a, "\n") {
+			return nil, fmt.Errorf("--manager-arg %q: give one controller-manager flag with its value, e.g. --manager-arg=--history-dsn=postgres://flotilla@db/flotilla", a)
+		}
+	}
 	all, err := decode(config.Install)
 	if err != nil {
 		return nil, err
@@ -131,7 +139,7 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		a[VersionAnnotation] = o.Version
 		u.SetAnnotations(a)
 		if u.GetKind() == "Deployment" && u.GetName() == ManagerDeployment {
-			if err := setImage(u, o.Image); err != nil {
+			if err := setContainer(u, o.Image, o.ManagerArgs); err != nil {
 				return nil, err
 			}
 		}
@@ -147,13 +155,18 @@ func checkImage(image string) error {
 	return nil
 }
 
-func setImage(u *unstructured.Unstructured, image string) error {
+func setContainer(u *unstructured.Unstructured, image string, extraArgs []string) error {
 	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 	if err != nil || len(containers) == 0 {
 		return fmt.Errorf("deployment %s has no containers: config/install.yaml is broken", u.GetName())
 	}
 	c := containers[0].(map[string]any)
 	c["image"] = image
+	args, _ := c["args"].([]any)
+	for _, a := range extraArgs {
+		args = append(args, a)
+	}
+	c["args"] = args
 	containers[0] = c
 	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 }
@@ -215,7 +228,7 @@ func (t *target) whoAmI(ctx context.Context) string {
 	return r.Status.UserInfo.Username
 }
 
-// scoped returns the resource interface for u.
+// resource returns the client of u's kind, in u's namespace when the kind has one.
 func (t *target) resource(u *unstructured.Unstructured) (resourceClient, error) {
 	gvk := u.GroupVersionKind()
 	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

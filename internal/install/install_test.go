@@ -7,7 +7,7 @@ import (
 )
 
 func TestObjectsOfEachLayout(t *testing.T) {
-	hosted, err := Objects(Options{Image: "registry.example.com/fcm:v1", Version: "v1.2.3"})
+	hosted, err := Objects(Options{Image: "registry.example.com/fcm:v1", Version: "v1.2.3", ManagerArgs: []string{"--history-dsn=postgres://flotilla@db/flotilla"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,8 +22,12 @@ func TestObjectsOfEachLayout(t *testing.T) {
 			t.Errorf("%s: version annotation %q", ref(u), got)
 		}
 		if u.GetKind() == "Deployment" {
-			if got := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]; got != "registry.example.com/fcm:v1" {
-				t.Errorf("the manager's image is %v", got)
+			c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			if c["image"] != "registry.example.com/fcm:v1" {
+				t.Errorf("the manager's image is %v", c["image"])
+			}
+			if args := asStrings(c["args"]); args[len(args)-1] != "--history-dsn=postgres://flotilla@db/flotilla" {
+				t.Errorf("the manager's args end %v, want the added one last", args)
 			}
 		}
 	}
@@ -88,7 +92,7 @@ func TestManagerRolesAreLeastPrivilege(t *testing.T) {
 }
 
 func TestBadOptionsNameTheFlag(t *testing.T) {
-	for _, o := range []Options{{Layout: "edge"}, {Image: "-x"}, {Image: "two words"}} {
+	for _, o := range []Options{{Layout: "edge"}, {Image: "-x"}, {Image: "two words"}, {ManagerArgs: []string{"history-dsn=x"}}} {
 		_, err := Objects(o)
 		if err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("%+v: %v, want an error naming the flag", o, err)

@@ -2,15 +2,19 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // UninstallOptions say how much to take out.
@@ -22,9 +26,10 @@ type UninstallOptions struct {
 	Out io.Writer
 }
 
-// Uninstall deletes what Apply installed, newest first: the manager, its identity, roles and
-// admission policies. Without Purge it keeps the CRDs, every user object and the namespace
-// holding the members' credentials, so an install afterwards finds the fleet as it was.
+// Uninstall deletes what Apply installed, newest first: the manager, its identity and roles.
+// Without Purge it keeps the CRDs, every Flotilla object, the admission policies that keep
+// those objects Flotilla's (so nobody forges a binding while no manager runs) and the
+// namespace holding the members' credentials: an install afterwards finds the fleet as it was.
 func Uninstall(ctx context.Context, cfg *rest.Config, o UninstallOptions) error {
 	objs, err := Objects(Options{Layout: Hosted})
 	if err != nil {
@@ -39,7 +44,8 @@ func Uninstall(ctx context.Context, cfg *rest.Config, o UninstallOptions) error 
 	}
 	for i := len(objs) - 1; i >= 0; i-- {
 		u := objs[i]
-		keep := isCRD(u) || (u.GetKind() == "Namespace" && u.GetName() == Namespace)
+		keep := isCRD(u) || (u.GetKind() == "Namespace" && u.GetName() == Namespace) ||
+			u.GroupVersionKind().Group == "admissionregistration.k8s.io"
 		if keep && !o.Purge {
 			continue
 		}
@@ -53,15 +59,38 @@ func Uninstall(ctx context.Context, cfg *rest.Config, o UninstallOptions) error 
 		}
 	}
 	if !o.Purge {
-		fmt.Fprintf(t.out, "kept: Flotilla's CRDs and their objects, and namespace %s with the members' credentials (flotilla uninstall --purge deletes them)\n", Namespace)
+		fmt.Fprintf(t.out, "kept: Flotilla's CRDs and their objects, the admission policies that guard them, and namespace %s with the members' credentials (flotilla uninstall --purge deletes them)\n", Namespace)
+		return nil
+	}
+	return t.deleteExecutionNamespaces(ctx)
+}
+
+// deleteExecutionNamespaces removes the namespaces that held each member's Works: with the
+// Clusters' finalizers dropped, no manager is left to remove them.
+func (t *target) deleteExecutionNamespaces(ctx context.Context) error {
+	list, err := t.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing namespaces: %w", err)
+	}
+	for _, ns := range list.Items {
+		if !strings.HasPrefix(ns.Name, kube.ExecutionNamespacePrefix) || ns.DeletionTimestamp != nil {
+			continue
+		}
+		if err := t.kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+			return fmt.Errorf("namespace %s: %w", ns.Name, err)
+		}
+		fmt.Fprintf(t.out, "namespace/%s deleted\n", ns.Name)
 	}
 	return nil
 }
 
 func (t *target) delete(ctx context.Context, u *unstructured.Unstructured) error {
 	ri, err := t.resource(u)
-	if err != nil {
+	if meta.IsNoMatchError(errors.Unwrap(err)) {
 		return nil // the kind is not served, so nothing of it is there
+	}
+	if err != nil {
+		return err
 	}
 	policy := metav1.DeletePropagationBackground
 	err = ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy})
@@ -94,7 +123,7 @@ func (t *target) purgeObjectsOf(ctx context.Context, crd *unstructured.Unstructu
 		if len(item.GetFinalizers()) > 0 {
 			var kept []string
 			for _, f := range item.GetFinalizers() {
-				if !strings.HasSuffix(strings.SplitN(f, "/", 2)[0], "flotilla.dev") {
+				if domain, _, _ := strings.Cut(f, "/"); domain != "flotilla.dev" && !strings.HasSuffix(domain, ".flotilla.dev") {
 					kept = append(kept, f)
 				}
 			}

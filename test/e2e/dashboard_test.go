@@ -95,6 +95,14 @@ func inBrowser(t *testing.T, ctx context.Context, what string, steps ...chromedp
 	}
 }
 
+// logOut clicks Log out from the page's own script: the header is re-rendered by the live
+// refresh, so a node the driver found may be gone by the time it clicks.
+func logOut(t *testing.T, ctx context.Context) {
+	t.Helper()
+	evaluate[bool](t, ctx, `(document.getElementById("logout").click(), true)`)
+	inBrowser(t, ctx, "log out", chromedp.WaitVisible(chromedp.ID("token")))
+}
+
 // evaluate runs JavaScript in the page and returns its value.
 func evaluate[T any](t *testing.T, ctx context.Context, js string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
@@ -318,7 +326,7 @@ func TestDashboardInARealBrowser(t *testing.T) {
 	screenshot(t, ctx, "history")
 
 	// The contributor promotes from the page, and the release moves past the pause.
-	inBrowser(t, ctx, "log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
+	logOut(t, ctx)
 	login(t, ctx, devToken)
 	goToPage(t, g, ctx, "#/release/"+teamA+"/"+rel, "#action-promote")
 	inBrowser(t, ctx, "release page as contributor",
@@ -340,7 +348,7 @@ func TestDashboardInARealBrowser(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}
 	createAll(t, g, ops)
 	t.Cleanup(func() { _ = cp.Delete(context.Background(), ops) })
-	inBrowser(t, ctx, "log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
+	logOut(t, ctx)
 	login(t, ctx, opsToken)
 	inBrowser(t, ctx, "everyone's fleet", chromedp.WaitVisible(chromedp.ID("matrix")))
 	g.Eventually(func() string { return textOf(ctx, "#matrix") }).Should(gomega.ContainSubstring("team-b-secret"))

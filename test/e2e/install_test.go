@@ -151,6 +151,20 @@ func TestInstallOnABareControlPlane(t *testing.T) {
 		WithTimeout(probePeriod*failureThreshold+probeTimeout+failoverGrace+30*time.Second).Should(gomega.Equal(int32(4)), "manager log: %s", manager)
 	g.Expect(fleet.StartMember(ctx, "west")).To(gomega.Succeed())
 
+	// Unjoined with their objects, the members keep nothing of this control plane: not the
+	// workload, not the agent identity join made.
+	g.Eventually(func() int32 { return memberAvailable(t, "west", ns, "web") }).WithTimeout(2*time.Minute).Should(gomega.BeNumerically(">", 0), "west is back")
+	for _, member := range []string{"east", "west"} {
+		out, err := flotilla("unjoin", member, "--kubeconfig", adminKubeconfig, "--objects", "Delete", "--wait", "2m")
+		g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(memberClient(t, member).Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{}))
+		}).Should(gomega.BeTrue(), "web is deleted from %s", member)
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(memberClient(t, member).Get(ctx, client.ObjectKey{Namespace: "flotilla-system", Name: "flotilla-agent"}, &corev1.ServiceAccount{}))
+		}).Should(gomega.BeTrue(), "the agent identity is gone from %s", member)
+	}
+
 	// Nothing the manager did was refused for want of a right.
 	log, err := os.ReadFile(manager)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -215,14 +229,14 @@ func TestInstallHostedWaitsForTheManager(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
 	member := "west"
+	// The member is left as it was: no Flotilla CRDs in the other tests' discovery.
+	t.Cleanup(func() { _, _ = flotilla("uninstall", "--purge", "--kubeconfig", fleet.Kubeconfig(member)) })
 	out, err := flotilla("install", "--kubeconfig", fleet.Kubeconfig(member), "--image", "registry.example/flotilla-controller-manager:test", "--wait", "2m")
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.ContainSubstring("waiting for deployment flotilla-controller-manager"))
 	g.Expect(out).To(gomega.ContainSubstring("deployment flotilla-controller-manager available after"))
 	g.Expect(out).To(gomega.MatchRegexp(`Flotilla .* installed \(hosted layout\)`))
 	c := memberClient(t, member)
-	// The member is left as it was: no Flotilla CRDs in the other tests' discovery.
-	t.Cleanup(func() { _, _ = flotilla("uninstall", "--purge", "--kubeconfig", fleet.Kubeconfig(member)) })
 	d := &appsv1.Deployment{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: install.ManagerDeployment}, d)).To(gomega.Succeed())
 	g.Expect(d.Status.AvailableReplicas).To(gomega.Equal(int32(2)))
