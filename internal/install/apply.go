@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -223,6 +224,11 @@ func (t *target) dryRun(ctx context.Context, objs []*unstructured.Unstructured, 
 		if replace != nil && u.GetKind() == "Deployment" && u.GetName() == ManagerDeployment {
 			continue // its selector may be immutable against ours; it is deleted first
 		}
+		if ri, err := t.resource(u); err == nil {
+			if live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err == nil && roleRefChanged(live, u) {
+				continue // replaced when applied: a roleRef cannot change in place
+			}
+		}
 		if _, err := t.applyObject(ctx, u, true); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ref(u), err))
 		}
@@ -276,6 +282,13 @@ func (t *target) apply(ctx context.Context, u *unstructured.Unstructured, namesp
 	before, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return c, fmt.Errorf("%s: %w", c.Object, err)
+	}
+	if before != nil && roleRefChanged(before, u) {
+		// A binding's roleRef cannot change: an older install's binding is replaced.
+		if err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(before.GetUID())}}); ignoreNotFound(err) != nil {
+			return c, fmt.Errorf("%s: replacing it (its role changed): %w", c.Object, err)
+		}
+		before = nil
 	}
 	after, err := t.applyObject(ctx, u, false)
 	if err != nil {
@@ -339,6 +352,16 @@ func (t *target) waitManager(ctx context.Context, timeout time.Duration) error {
 	}
 	fmt.Fprintf(t.out, "deployment %s available after %s\n", ManagerDeployment, since(start))
 	return nil
+}
+
+// roleRefChanged says whether a live RBAC binding refers to another role than the desired one.
+func roleRefChanged(live, desired *unstructured.Unstructured) bool {
+	if desired.GroupVersionKind().Group != "rbac.authorization.k8s.io" || !strings.HasSuffix(desired.GetKind(), "Binding") {
+		return false
+	}
+	a, _, _ := unstructured.NestedMap(live.Object, "roleRef")
+	b, _, _ := unstructured.NestedMap(desired.Object, "roleRef")
+	return a["kind"] != b["kind"] || a["name"] != b["name"]
 }
 
 func conditionTrue(u *unstructured.Unstructured, condition string) bool {

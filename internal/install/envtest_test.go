@@ -37,9 +37,21 @@ func TestInstallTwiceUninstallAndPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An older local fleet bound the manager to cluster-admin under the same name; a roleRef
+	// cannot change, so install replaces that binding.
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	old := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "flotilla:controller-manager"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: Namespace, Name: ManagerServiceAccount}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	first, err := Apply(ctx, cfg, ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, old.Name, metav1.GetOptions{}); err != nil || got.RoleRef.Name != "flotilla:controller-manager" {
+		t.Fatalf("the manager's binding after install: %v %v, want it bound to flotilla:controller-manager", got.RoleRef, err)
 	}
 	if n := countActions(first); n["created"] != len(objs) {
 		t.Fatalf("first install: %v, want all %d created", n, len(objs))
