@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,20 +47,24 @@ func TestInstallTwiceUninstallAndPurge(t *testing.T) {
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, old, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	first, err := Apply(ctx, cfg, ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("first install: %d objects in %s", len(first), time.Since(start).Round(time.Millisecond))
 	if got, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, old.Name, metav1.GetOptions{}); err != nil || got.RoleRef.Name != "flotilla:controller-manager" {
 		t.Fatalf("the manager's binding after install: %v %v, want it bound to flotilla:controller-manager", got.RoleRef, err)
 	}
 	if n := countActions(first); n["created"] != len(objs) {
 		t.Fatalf("first install: %v, want all %d created", n, len(objs))
 	}
+	start = time.Now()
 	second, err := Apply(ctx, cfg, ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("second install: %d objects unchanged in %s", len(second), time.Since(start).Round(time.Millisecond))
 	if n := countActions(second); n["unchanged"] != len(objs) {
 		t.Fatalf("second install: %v, want all %d unchanged: %v", n, len(objs), second)
 	}
