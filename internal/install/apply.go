@@ -87,6 +87,11 @@ func Apply(ctx context.Context, cfg *rest.Config, o ApplyOptions) ([]Change, err
 	if err := t.checkServer(ctx); err != nil {
 		return nil, err
 	}
+	if o.Layout == Hosted && o.Wait > 0 {
+		if err := t.checkNodes(ctx); err != nil {
+			return nil, err
+		}
+	}
 	replace, err := t.checkExisting(ctx, o.Options)
 	if err != nil {
 		return nil, err
@@ -161,6 +166,17 @@ func (t *target) checkServer(ctx context.Context) error {
 		return fmt.Errorf("the API server at %s (Kubernetes %s) does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, which Flotilla's admission policies need: use Kubernetes 1.30 or newer with that API enabled; nothing was installed", t.host, v.GitVersion)
 	}
 	return nil
+}
+
+// checkNodes refuses to wait for a hosted manager in a cluster that has no node to run it on
+// (a dedicated control plane, the local fleet's): its pods would wait forever. Without a wait
+// (nodes joining later), the install goes ahead.
+func (t *target) checkNodes(ctx context.Context) error {
+	nodes, err := t.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil || len(nodes.Items) > 0 {
+		return nil // unknown (no right to list nodes) or there are some
+	}
+	return fmt.Errorf("the cluster at %s has no nodes to run the controller-manager on: install with --layout dedicated (and run the manager elsewhere with --manager-kubeconfig), or point --kubeconfig at the cluster that should run it; nothing was installed", t.host)
 }
 
 // checkExisting refuses to overwrite a newer Flotilla, or a manager another tool installed,

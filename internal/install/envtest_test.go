@@ -157,6 +157,13 @@ func TestInstallRefusalsWriteNothing(t *testing.T) {
 		return u.Config()
 	}
 
+	t.Run("no nodes", func(t *testing.T) {
+		_, err := Apply(ctx, cfg, ApplyOptions{Wait: time.Minute})
+		if err == nil || !strings.Contains(err.Error(), "has no nodes to run the controller-manager on: install with --layout dedicated") {
+			t.Fatalf("got %v, want a refusal saying where the manager could run", err)
+		}
+		untouched(t)
+	})
 	t.Run("no rights", func(t *testing.T) {
 		_, err := Apply(ctx, userConfig("nobody"), ApplyOptions{})
 		if err == nil || !strings.Contains(err.Error(), "refused nobody the rights") || !strings.Contains(err.Error(), "nothing was installed") {
