@@ -263,10 +263,6 @@ func (r *Reconciler) statusChanged(old, cur *clusterv1alpha1.ClusterStatus) bool
 	return old.LastProbeTime == nil || r.Clock.Since(old.LastProbeTime.Time) >= HeartbeatInterval
 }
 
-// executionNamespacePrefix matches kube.ExecutionNamespacePrefix; execute depends on this
-// package's API, not the other way round.
-const executionNamespacePrefix = "flotilla-es-"
-
 // finalize drains a deleted Cluster: its Works are deleted (the executor keeps, deletes or
 // releases their member objects as spec.deletionPolicy says, while the connection stays),
 // then its execution namespace, then the connection and the finalizer.
@@ -278,7 +274,7 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 	// Delete and Release need the member: a manager (re)started during the drain connects
 	// first. Without credentials the executor leaves the objects in place.
 	_ = r.connect(ctx, cl)
-	ns := executionNamespacePrefix + cl.Name
+	ns := kube.ExecutionNamespacePrefix + cl.Name
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.InNamespace(ns)); err != nil {
 		return ctrl.Result{}, err
