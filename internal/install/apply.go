@@ -92,6 +92,9 @@ func Apply(ctx context.Context, cfg *rest.Config, o ApplyOptions) ([]Change, err
 			return nil, err
 		}
 	}
+	if err := t.waitNamespaceGone(ctx); err != nil {
+		return nil, err
+	}
 	replace, err := t.checkExisting(ctx, o.Options)
 	if err != nil {
 		return nil, err
@@ -164,6 +167,27 @@ func (t *target) checkServer(ctx context.Context) error {
 	}
 	if !served {
 		return fmt.Errorf("the API server at %s (Kubernetes %s) does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, which Flotilla's admission policies need: use Kubernetes 1.30 or newer with that API enabled; nothing was installed", t.host, v.GitVersion)
+	}
+	return nil
+}
+
+// waitNamespaceGone waits for a flotilla-system that is being deleted (an uninstall --purge or
+// an unjoin just now) to be gone: nothing can be created in it meanwhile.
+func (t *target) waitNamespaceGone(ctx context.Context) error {
+	start, said := time.Now(), false
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ns, err := t.kube.CoreV1().Namespaces().Get(ctx, Namespace, metav1.GetOptions{})
+		if err != nil || ns.DeletionTimestamp == nil {
+			return true, nil
+		}
+		if !said {
+			fmt.Fprintf(t.out, "waiting for namespace %s, which is being deleted, to be gone\n", Namespace)
+			said = true
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s is still being deleted after %s (see kubectl get namespace %s -o yaml for what holds it); nothing was installed", Namespace, since(start), Namespace)
 	}
 	return nil
 }
@@ -259,7 +283,8 @@ func (t *target) refused(ctx context.Context, errs []error) error {
 	var b strings.Builder
 	forbidden := false
 	for _, err := range errs {
-		forbidden = forbidden || apierrors.IsForbidden(err)
+		// RBAC's denials, not other refusals that share the Forbidden status.
+		forbidden = forbidden || (apierrors.IsForbidden(err) && strings.Contains(err.Error(), " cannot "))
 	}
 	if forbidden {
 		who := t.whoAmI(ctx)
