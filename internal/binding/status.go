@@ -173,7 +173,7 @@ func (g *gathered) fromWork(b workv1alpha1.Binding, ro templateRollout, cs *work
 			cs.CanaryHealth = workv1alpha1.HealthUnknown
 			for _, o := range w.Status.Objects {
 				if o.Name == render.CanaryName(bs.Resource.Name) && o.Kind == bs.Resource.Kind {
-					cs.CanaryHealth = o.Health
+					cs.CanaryHealth, cs.CanaryAvailableReplicas = o.Health, o.AvailableReplicas
 				}
 			}
 		}

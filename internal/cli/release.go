@@ -690,6 +690,9 @@ func (t *releaseTarget) workload(ctx context.Context, cluster string, cs workv1a
 			out += " " + img
 		}
 		out += " " + orDash(string(cs.CanaryHealth))
+		if cs.CanaryAvailableReplicas != nil {
+			out += fmt.Sprintf(" %d/%d available", *cs.CanaryAvailableReplicas, c.Replicas)
+		}
 	}
 	return out + "]  "
 }

@@ -416,7 +416,9 @@ type applyRun struct {
 	member  clustercache.Member
 	// unchanged: the manifests are those applied last; only drift and health are looked at.
 	unchanged bool
-	objects   []workv1alpha1.AppliedObject
+	// templateKind is the kind of the Work's template (its last manifest).
+	templateKind schema.GroupKind
+	objects      []workv1alpha1.AppliedObject
 	// interpretErrors are the interpreter's failures on health and status.
 	interpretErrors []string
 	// What was found changed by hand: put back (recreated, corrected) or, under Report, left.
@@ -452,7 +454,7 @@ func (e *Executor) apply(ctx context.Context, key types.NamespacedName, cluster 
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID && last.(appliedWork).generation > w.Generation {
 		return 0, errStaleWork // the cache lags behind our own apply; the newer Work's event follows
 	}
-	r := &applyRun{key: key, cluster: cluster, w: w, status: status, member: member}
+	r := &applyRun{key: key, cluster: cluster, w: w, status: status, member: member, templateKind: templateKind(w)}
 	// What this process applied decides; the status only after a restart, as it can lag behind
 	// the last apply by the settle window.
 	if last, ok := e.applied.Load(key); ok && last.(appliedWork).uid == w.UID {
@@ -691,6 +693,12 @@ func (e *Executor) observe(r *applyRun, ma *manifestApply, template bool) workv1
 	if ref.Health, err = in.Health(ma.live); err != nil {
 		problems = append(problems, err.Error())
 	}
+	if !template && gvk.GroupKind() == r.templateKind {
+		// A canary beside the template: a routed release raises its weight by this count.
+		if ref.AvailableReplicas, err = interpret.AvailableReplicas(in, ma.live); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if template {
 		r.status.Health = ref.Health
 		st, err := in.ReflectStatus(ma.live)
@@ -707,6 +715,19 @@ func (e *Executor) observe(r *applyRun, ma *manifestApply, template bool) workv1
 		r.interpretErrors = append(r.interpretErrors, fmt.Sprintf("%s %s: %s", gvk.Kind, obj.GetName(), ref.Message))
 	}
 	return ref
+}
+
+// templateKind is the kind of w's template, its last manifest; empty when unreadable (the
+// apply reports that).
+func templateKind(w *workv1alpha1.Work) schema.GroupKind {
+	if len(w.Spec.Manifests) == 0 {
+		return schema.GroupKind{}
+	}
+	var tm metav1.TypeMeta
+	if json.Unmarshal(w.Spec.Manifests[len(w.Spec.Manifests)-1].Raw, &tm) != nil {
+		return schema.GroupKind{}
+	}
+	return tm.GroupVersionKind().GroupKind()
 }
 
 func truncate(s string, n int) string {
@@ -927,12 +948,12 @@ func (e *Executor) deleteManaged(ctx context.Context, cluster string, member clu
 func (e *Executor) prune(ctx context.Context, cluster string, w *workv1alpha1.Work, previous, current []workv1alpha1.AppliedObject) error {
 	kept := map[workv1alpha1.AppliedObject]bool{}
 	for _, o := range current {
-		o.Health = ""
+		o.Health, o.AvailableReplicas = "", nil
 		kept[o] = true
 	}
 	var gone []workv1alpha1.AppliedObject
 	for _, o := range previous {
-		o.Health = ""
+		o.Health, o.AvailableReplicas = "", nil
 		if !kept[o] {
 			gone = append(gone, o)
 		}

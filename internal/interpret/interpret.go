@@ -242,3 +242,21 @@ func replicasHealth(obj *unstructured.Unstructured, updatedField, availableField
 	}
 	return workv1alpha1.HealthHealthy
 }
+
+// AvailableReplicas is how many of obj's replicas are available as in reflects its status
+// (the availableReplicas every built-in replicated kind reports); nil when it reports none.
+func AvailableReplicas(in Interpreter, obj *unstructured.Unstructured) (*int32, error) {
+	st, err := in.ReflectStatus(obj)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := st["availableReplicas"]
+	if !ok {
+		if _, has := st["replicas"]; !has {
+			return nil, nil
+		}
+		v = int64(0) // the API server omits a zero count
+	}
+	n := int32(toInt64(v))
+	return &n, nil
+}

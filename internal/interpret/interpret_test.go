@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
@@ -261,6 +262,25 @@ func TestRegistryNotifiesWithoutDropping(t *testing.T) {
 			seen[ev.Object.GetKind()] = true
 		case <-time.After(5 * time.Second):
 			t.Fatalf("received %d of %d kinds", len(seen), kinds)
+		}
+	}
+}
+
+func TestAvailableReplicas(t *testing.T) {
+	in := Builtin(schema.GroupKind{Group: "apps", Kind: "Deployment"})
+	for _, tc := range []struct {
+		name   string
+		status map[string]any
+		want   *int32
+	}{
+		{"reported", map[string]any{"replicas": int64(3), "availableReplicas": int64(1)}, ptr.To[int32](1)},
+		{"none available (the API server omits a zero count)", map[string]any{"replicas": int64(3)}, ptr.To[int32](0)},
+		{"no status yet", nil, nil},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "status": tc.status}}
+		got, err := AvailableReplicas(in, obj)
+		if err != nil || !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.name, ptr.Deref(got, -1), err, ptr.Deref(tc.want, -1))
 		}
 	}
 }

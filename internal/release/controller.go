@@ -507,6 +507,9 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	if (routed(rel) || blueGreen(rel)) && trafficToStable(s.revs, wave.Clusters) {
 		// Every request goes to the primaries, which run the revision now, before the
 		// canaries (or the blue-green stack) go.
+		if ws.TrafficWeight != nil {
+			ws.TrafficWeight = new(int32)
+		}
 		if settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters); err != nil || !settled {
 			ws.Message = "primaries healthy; sending all traffic to them before the canaries go: " + msg
 			s.after(trafficPoll)
@@ -581,6 +584,11 @@ func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha
 		// Routes and Services return every request to the stable pods first; the canaries go
 		// once they did (finishTraffic, after this release ended).
 		trafficToStable(s.revs, nil)
+		for i := range s.status.Waves {
+			if s.status.Waves[i].TrafficWeight != nil {
+				s.status.Waves[i].TrafficWeight = new(int32)
+			}
+		}
 	} else {
 		s.revs.Canaries = nil // every canary is of a revision being released
 	}

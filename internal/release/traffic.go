@@ -83,9 +83,10 @@ func (t trafficStep) replicas(share int32) int32 {
 	return n
 }
 
-// setTraffic pins the clusters' canaries at the step's size and header route, and at its
-// weight unless holdWeight: then a weight above the pinned one waits (the canary grows first).
-func (s *step) setTraffic(clusters []string, t trafficStep, holdWeight bool) map[string]int32 {
+// setTraffic pins the clusters' canaries at the step's size and header route, and their
+// routes at the step's weight, or at most at ceiling when set: a weight above what a
+// cluster's routes carry for this revision waits there (the canary grows first).
+func (s *step) setTraffic(clusters []string, t trafficStep, ceiling *int32) map[string]int32 {
 	share := map[string]int32{}
 	for _, tc := range s.binding.BindingSpec().Clusters {
 		share[tc.Name] = tc.Replicas
@@ -93,10 +94,8 @@ func (s *step) setTraffic(clusters []string, t trafficStep, holdWeight bool) map
 	counts := map[string]int32{}
 	for _, cl := range clusters {
 		weight := t.weight
-		if cur, ok := s.revs.CanaryFor(cl); holdWeight && ok && cur.Revision == s.rel.Spec.Revision && cur.Weight != nil && *cur.Weight < weight {
-			weight = *cur.Weight
-		} else if holdWeight && (!ok || cur.Revision != s.rel.Spec.Revision || cur.Weight == nil) {
-			weight = 0
+		if ceiling != nil {
+			weight = min(weight, *ceiling, routedWeight(s.revs, cl, s.rel.Spec.Revision))
 		}
 		pin := workv1alpha1.CanaryPin{Cluster: cl, Revision: s.rel.Spec.Revision, Replicas: t.replicas(share[cl]),
 			Weight: &weight, HeaderMatch: t.header}
@@ -105,6 +104,52 @@ func (s *step) setTraffic(clusters []string, t trafficStep, holdWeight bool) map
 		s.markUpdated(cl)
 	}
 	return counts
+}
+
+// routedWeight is the canary weight a cluster's routes are set to for revision rev: none
+// while its canary is another revision's.
+func routedWeight(revs *workv1alpha1.Revisions, cluster string, rev int64) int32 {
+	if pin, ok := revs.CanaryFor(cluster); ok && pin.Revision == rev && pin.Weight != nil {
+		return *pin.Weight
+	}
+	return 0
+}
+
+// pinnedAs says whether the binding already pinned every cluster's canary at counts, so its
+// status can speak of canaries of that size (a count raised in this pass has no status yet).
+func pinnedAs(revs *workv1alpha1.Revisions, counts map[string]int32, rev int64) bool {
+	for cl, n := range counts {
+		if pin, ok := revs.CanaryFor(cl); !ok || pin.Revision != rev || pin.Replicas != n {
+			return false
+		}
+	}
+	return true
+}
+
+// canaryShort names the clusters whose canary does not yet have its counts[cl] replicas
+// available and says how far each got ("1/3 available in east"). A kind that reports no count
+// is judged by its health alone; either way the canary must run healthy, by a status fresh
+// for counts.
+func canaryShort(clusters []string, counts map[string]int32, reported map[string]workv1alpha1.ClusterStatus, fresh bool) (waiting, short []string) {
+	starting, _ := canaryWait(clusters, counts, reported, fresh)
+	for _, cl := range clusters {
+		want, avail := counts[cl], reported[cl].CanaryAvailableReplicas
+		var why string
+		switch {
+		case want == 0:
+		case avail != nil && *avail < want:
+			why = fmt.Sprintf("%d/%d available in %s", *avail, want, cl)
+		case !slices.Contains(starting, cl):
+		case avail != nil:
+			why = fmt.Sprintf("%d/%d available in %s, not reported healthy yet", *avail, want, cl)
+		default:
+			why = fmt.Sprintf("%d starting in %s", want, cl)
+		}
+		if why != "" {
+			waiting, short = append(waiting, cl), append(short, why)
+		}
+	}
+	return waiting, short
 }
 
 // putCanary sets a cluster's canary pin, pins sorted by cluster.
@@ -427,25 +472,36 @@ func (c *Controller) finishRouted(ctx context.Context, rel *rolloutv1alpha1.Rele
 // trafficStep runs a routed canary's setWeight, setCanaryScale or setHeaderRoute step: the
 // canaries at the step's size, the routes at its weight and header route, and says whether
 // the canaries run healthy and every cluster's routes were applied that way.
+// As in Argo Rollouts, the canary grows first: the routes keep the weight the wave last set
+// (ws.TrafficWeight) until the replicas the new weight needs are available in every cluster
+// of the wave. A lower weight goes to the routes at once.
 func (c *Controller) trafficStep(ctx context.Context, s *step, ws *rolloutv1alpha1.WaveStatus, wave Wave, k int, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
 	ts := trafficAt(wave.Spec.Steps, k)
-	// The canary takes its new size first, at the weight it had; the route sends it more only
-	// once it runs healthy at that size.
-	counts := s.setTraffic(wave.Clusters, ts, true)
-	waiting, degraded := canaryWait(wave.Clusters, counts, clusterStatus, s.statusFresh)
+	held := int32(0)
+	if ws.TrafficWeight != nil {
+		held = *ws.TrafficWeight
+	}
+	counts := s.setTraffic(wave.Clusters, ts, &held)
+	fresh := s.statusFresh && pinnedAs(s.binding.BindingSpec().Revisions, counts, s.rel.Spec.Revision)
+	_, degraded := canaryWait(wave.Clusters, counts, clusterStatus, s.statusFresh)
 	label := revision.StepLabel(wave.Spec.Steps, k)
 	if len(degraded) > 0 {
 		return false, c.failed(ctx, s, fmt.Sprintf("wave %s: canary Degraded in %s", wave.Name, strings.Join(degraded, ", ")))
 	}
 	ws.Phase = rolloutv1alpha1.WaveUpdating
-	if len(waiting) > 0 {
+	if waiting, short := canaryShort(wave.Clusters, counts, clusterStatus, fresh); len(short) > 0 {
 		if s.overdue(ws) {
-			return false, c.failed(ctx, s, canaryOverdue(wave, k, waiting, progressDeadline(s.rel)))
+			return false, c.failed(ctx, s, canaryOverdue(wave, k, waiting, progressDeadline(s.rel))+" ("+strings.Join(short, ", ")+")")
 		}
-		ws.Message = fmt.Sprintf("%s: canaries %s starting in %s", label, formatCounts(counts), strings.Join(waiting, ", "))
+		what := "canary scaling"
+		if ts.weight > held {
+			what = fmt.Sprintf("canary scaling for %d%%", ts.weight)
+		}
+		ws.Message = fmt.Sprintf("%s: %s: %s", label, what, strings.Join(short, ", "))
 		return false, nil
 	}
-	s.setTraffic(wave.Clusters, ts, false)
+	ws.TrafficWeight = &ts.weight
+	s.setTraffic(wave.Clusters, ts, nil)
 	settled, msg, err := c.trafficSettled(ctx, s.binding, s.revs, wave.Clusters)
 	if err != nil || !settled {
 		if err == nil && s.overdue(ws) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -820,5 +821,232 @@ func TestTrafficRoutingPoliciesAreChecked(t *testing.T) {
 		err := cp.Create(context.Background(), p)
 		g.Expect(err).To(gomega.HaveOccurred(), tt.name)
 		g.Expect(err.Error()).To(gomega.ContainSubstring(tt.want), tt.name)
+	}
+}
+
+// routedWebSetup places a Deployment web of replicas divided evenly over east and west, with
+// a routed canary strategy of steps through the Services web and web-canary, an HTTPRoute and
+// a VirtualService, and waits until every member routes everything to stable.
+func routedWebSetup(t *testing.T, g gomega.Gomega, ns string, web *appsv1.Deployment, steps []policyv1alpha1.CanaryStep) {
+	t.Helper()
+	installTrafficCRDs(t, g)
+	ensureNamespace(t, cp, ns)
+	clusters := []string{"east", "west"}
+	one := func(cluster string) policyv1alpha1.StaticClusterWeight {
+		return policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{cluster}}, Weight: 1}
+	}
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement: policyv1alpha1.Placement{
+				ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: clusters},
+				ReplicaScheduling: &policyv1alpha1.ReplicaScheduling{
+					Type: policyv1alpha1.ReplicaSchedulingDivided, DivisionPreference: policyv1alpha1.DivisionWeighted,
+					WeightPreference: &policyv1alpha1.WeightPreference{StaticWeightList: []policyv1alpha1.StaticClusterWeight{one("east"), one("west")}},
+				},
+			},
+			Rollout: &policyv1alpha1.RolloutStrategy{
+				TrafficRouting: &policyv1alpha1.TrafficRouting{StableService: "web", CanaryService: "web-canary",
+					HTTPRoute: &policyv1alpha1.RouteReference{Name: "web"}, VirtualService: &policyv1alpha1.VirtualServiceReference{Name: "web"}},
+				Waves: []policyv1alpha1.Wave{{Name: "both", ClusterNames: clusters, Steps: steps}},
+			},
+		},
+	}
+	network := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "network", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Service"},
+				{APIVersion: "gateway.networking.k8s.io/v1", Kind: "HTTPRoute"}, {APIVersion: "networking.istio.io/v1", Kind: "VirtualService"}},
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}},
+		},
+	}
+	route := fromYAML(t, `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+`)
+	vs := fromYAML(t, `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web}
+spec:
+  hosts: [web]
+  http:
+  - route:
+    - destination: {host: web}
+`)
+	route.SetNamespace(ns)
+	vs.SetNamespace(ns)
+	createAll(t, g, network, service(ns, "web"), service(ns, "web-canary"), route, vs, policy, web)
+	for _, cl := range clusters {
+		for _, kind := range []string{"HTTPRoute", "VirtualService"} {
+			g.Eventually(func() string { return routeSplit(t, cl, ns, kind) }).Should(gomega.Equal("stable 100% / canary 0%"), "%s in %s", kind, cl)
+		}
+	}
+}
+
+// routeSample is a member's route and canary Deployment read at one moment: the route first,
+// then the Deployment, so a canary short of replicas after a route already weighting it is a
+// real violation (available replicas only grow while a step scales the canary up).
+type routeSample struct {
+	at                time.Time
+	cluster, kind     string
+	weight            int32
+	available, wanted int64
+}
+
+// A user's report (issue 34): at setWeight 60 the routes went to 40/60 before the canary had
+// the 3 replicas that share needs. Given a Deployment of 10 replicas divided 5/5 whose pods
+// become available 3 s after they are ready (minReadySeconds), when each setWeight step
+// runs, then no member's HTTPRoute or VirtualService carries the new weight before that
+// member's canary has the replicas for it available, and the release says what it waits for.
+func TestTrafficWaitsForTheCanaryReplicas(t *testing.T) {
+	g := newG(t)
+	ns := "traffic-wait"
+	web := webDeployment(ns, 10)
+	web.Spec.MinReadySeconds = 3
+	pause := policyv1alpha1.CanaryStep{Pause: &policyv1alpha1.PauseStep{}}
+	routedWebSetup(t, g, ns, web, []policyv1alpha1.CanaryStep{{SetWeight: ptr.To[int32](20)}, pause, {SetWeight: ptr.To[int32](60)}, pause})
+	clusters := []string{"east", "west"}
+	g.Eventually(func() bool {
+		for _, cl := range clusters {
+			d := memberObject(t, cl, "apps/v1", "Deployment", ns, "web")
+			if d == nil {
+				return false
+			}
+			if n, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas"); n != 5 {
+				return false
+			}
+		}
+		return true
+	}).Should(gomega.BeTrue(), "5 primaries available in each member")
+
+	rel := "web-deployment-r2"
+	var (
+		mu       sync.Mutex
+		samples  []routeSample
+		messages = map[string]bool{}
+	)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, cl := range clusters {
+		for _, kind := range []string{"HTTPRoute", "VirtualService"} {
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					case <-time.After(25 * time.Millisecond):
+					}
+					split := routeSplit(t, cl, ns, kind)
+					var w int32
+					if _, err := fmt.Sscanf(split, "stable %d%% / canary %d%%", new(int32), &w); err != nil {
+						continue
+					}
+					s := routeSample{at: time.Now(), cluster: cl, kind: kind, weight: w}
+					if d := memberObject(t, cl, "apps/v1", "Deployment", ns, "web-canary"); d != nil {
+						s.available, _, _ = unstructured.NestedInt64(d.Object, "status", "availableReplicas")
+					}
+					s.wanted = int64((w*5 + 99) / 100) // the canary's share of the member's 5 replicas, rounded up
+					mu.Lock()
+					samples = append(samples, s)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if r := getRelease(ns, rel); r != nil && len(r.Status.Waves) > 0 {
+				mu.Lock()
+				messages[r.Status.Waves[0].Message] = true
+				mu.Unlock()
+			}
+		}
+	})
+	atStep := func(step int32) func() string {
+		return func() string {
+			if r := getRelease(ns, rel); r != nil && len(r.Status.Waves) > 0 && r.Status.Waves[0].CurrentStep == step {
+				return string(r.Status.Waves[0].Phase)
+			}
+			return ""
+		}
+	}
+	start := time.Now()
+	setImage(t, g, web, "registry.example/web:2")
+	g.Eventually(atStep(1)).Should(gomega.Equal(string(rolloutv1alpha1.WaveWaitingForApproval)))
+	at20 := time.Since(start)
+	out, err := flotilla("release", "promote", "deployment/web", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	promoted := time.Now()
+	g.Eventually(atStep(3)).Should(gomega.Equal(string(rolloutv1alpha1.WaveWaitingForApproval)))
+	at60 := time.Since(promoted)
+	close(done)
+	wg.Wait()
+
+	for _, cl := range clusters {
+		for _, kind := range []string{"HTTPRoute", "VirtualService"} {
+			g.Expect(routeSplit(t, cl, ns, kind)).To(gomega.Equal("stable 40% / canary 60%"), "%s in %s", kind, cl)
+		}
+		g.Expect(splitIn(t, cl, ns).canary).To(gomega.Equal(int32(3)), "3 canaries for 60%% of 5 in %s", cl)
+	}
+	r := getRelease(ns, rel)
+	g.Expect(r.Status.Waves[0].TrafficWeight).To(gomega.Equal(ptr.To[int32](60)))
+
+	// Then: no sample shows a route ahead of its canary; each member's route reached each
+	// weight only after the canary had the replicas for it.
+	var violations []string
+	first := map[string]time.Time{} // "cluster kind weight" -> first sample carrying it
+	ready := map[string]time.Time{} // "cluster weight" -> first sample with the replicas for it
+	for _, s := range samples {
+		if s.available < s.wanted {
+			violations = append(violations, fmt.Sprintf("%s %s in %s sends %d%% to a canary with %d/%d available",
+				s.at.Format(time.StampMilli), s.kind, s.cluster, s.weight, s.available, s.wanted))
+		}
+		if k := fmt.Sprintf("%s %s %d", s.cluster, s.kind, s.weight); first[k].IsZero() {
+			first[k] = s.at
+		}
+		for _, w := range []int64{20, 60} {
+			if k := fmt.Sprintf("%s %d", s.cluster, w); s.available >= (w*5+99)/100 && ready[k].IsZero() {
+				ready[k] = s.at
+			}
+		}
+	}
+	g.Expect(violations).To(gomega.BeEmpty(), "%d samples", len(samples))
+	for _, cl := range clusters {
+		for _, kind := range []string{"HTTPRoute", "VirtualService"} {
+			for _, w := range []int64{20, 60} {
+				moved, avail := first[fmt.Sprintf("%s %s %d", cl, kind, w)], ready[fmt.Sprintf("%s %d", cl, w)]
+				g.Expect(moved.IsZero()).To(gomega.BeFalse(), "%s in %s was seen at %d%%", kind, cl, w)
+				t.Logf("%s %s: %d%% routed %s after the canary had %d available (first seen at %s)", cl, kind, w,
+					moved.Sub(avail).Round(time.Millisecond), (w*5+99)/100, avail.Format(time.StampMilli))
+			}
+		}
+	}
+	t.Logf("%d samples; setWeight 20 step done %s after the new image, setWeight 60 step %s after promote", len(samples), at20.Round(time.Millisecond), at60.Round(time.Millisecond))
+	var waited []string
+	for m := range messages {
+		if strings.Contains(m, "canary scaling for 60%: ") {
+			waited = append(waited, m)
+		}
+	}
+	t.Logf("wave messages while scaling for 60%%: %q", waited)
+	g.Expect(waited).NotTo(gomega.BeEmpty(), "the wave said it waited for the canary's replicas: %q", messages)
+	g.Expect(waited).To(gomega.ContainElement(gomega.MatchRegexp(`canary scaling for 60%: [0-2]/3 available in (east|west)`)))
+
+	// Abort moves every request back to stable at once, before the canaries go.
+	out, err = flotilla("release", "abort", "deployment/web", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	for _, cl := range clusters {
+		g.Eventually(func() string { return routeSplit(t, cl, ns, "HTTPRoute") }).Should(gomega.Equal("stable 100% / canary 0%"), cl)
 	}
 }

@@ -198,6 +198,14 @@ type WaveStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	AnalysisRun string `json:"analysisRun,omitempty"`
+	// trafficWeight is the canary weight, in percent, the wave's routes were set to (traffic
+	// routing). A step raises it only once the canary's replicas for the new weight are
+	// available in every cluster of the wave; a lower weight, abort and rollback take effect
+	// at once. Written by the release controller.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	TrafficWeight *int32 `json:"trafficWeight,omitempty"`
 	// message says what the wave waits for.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024

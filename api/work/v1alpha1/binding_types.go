@@ -391,6 +391,12 @@ type ClusterStatus struct {
 	// canaryHealth is the health of the cluster's canary, when it runs one as applied now.
 	// +optional
 	CanaryHealth Health `json:"canaryHealth,omitempty"`
+	// canaryAvailableReplicas is how many of the canary's replicas are available in the
+	// member, as its status last said; unset when the canary's kind reports no such count. A
+	// routed release raises a canary's weight only once this reaches the replicas it pinned.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	CanaryAvailableReplicas *int32 `json:"canaryAvailableReplicas,omitempty"`
 	// message says why it is not applied or not healthy.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -863,6 +869,12 @@ type AppliedObject struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Message string `json:"message,omitempty"`
+	// availableReplicas of a workload's canary (an object of the template's kind beside it),
+	// as its status in the member says; unset for other objects and for kinds reporting no
+	// such count.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AvailableReplicas *int32 `json:"availableReplicas,omitempty"`
 }
 
 // Work is the rendered manifests of one binding for one member cluster, in that cluster's

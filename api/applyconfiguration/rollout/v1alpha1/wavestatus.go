@@ -34,6 +34,11 @@ type WaveStatusApplyConfiguration struct {
 	CompletedAt *v1.MicroTime `json:"completedAt,omitempty"`
 	// analysisRun is the name of the wave's AnalysisRun.
 	AnalysisRun *string `json:"analysisRun,omitempty"`
+	// trafficWeight is the canary weight, in percent, the wave's routes were set to (traffic
+	// routing). A step raises it only once the canary's replicas for the new weight are
+	// available in every cluster of the wave; a lower weight, abort and rollback take effect
+	// at once. Written by the release controller.
+	TrafficWeight *int32 `json:"trafficWeight,omitempty"`
 	// message says what the wave waits for.
 	Message *string `json:"message,omitempty"`
 }
@@ -126,6 +131,14 @@ func (b *WaveStatusApplyConfiguration) WithCompletedAt(value v1.MicroTime) *Wave
 // If called multiple times, the AnalysisRun field is set to the value of the last call.
 func (b *WaveStatusApplyConfiguration) WithAnalysisRun(value string) *WaveStatusApplyConfiguration {
 	b.AnalysisRun = &value
+	return b
+}
+
+// WithTrafficWeight sets the TrafficWeight field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TrafficWeight field is set to the value of the last call.
+func (b *WaveStatusApplyConfiguration) WithTrafficWeight(value int32) *WaveStatusApplyConfiguration {
+	b.TrafficWeight = &value
 	return b
 }
 

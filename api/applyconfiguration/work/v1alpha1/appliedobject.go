@@ -19,6 +19,10 @@ type AppliedObjectApplyConfiguration struct {
 	Health *workv1alpha1.Health `json:"health,omitempty"`
 	// message says why health or status could not be interpreted (a failing Lua customization).
 	Message *string `json:"message,omitempty"`
+	// availableReplicas of a workload's canary (an object of the template's kind beside it),
+	// as its status in the member says; unset for other objects and for kinds reporting no
+	// such count.
+	AvailableReplicas *int32 `json:"availableReplicas,omitempty"`
 }
 
 // AppliedObjectApplyConfiguration constructs a declarative configuration of the AppliedObject type for use with
@@ -72,5 +76,13 @@ func (b *AppliedObjectApplyConfiguration) WithHealth(value workv1alpha1.Health) 
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *AppliedObjectApplyConfiguration) WithMessage(value string) *AppliedObjectApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithAvailableReplicas sets the AvailableReplicas field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AvailableReplicas field is set to the value of the last call.
+func (b *AppliedObjectApplyConfiguration) WithAvailableReplicas(value int32) *AppliedObjectApplyConfiguration {
+	b.AvailableReplicas = &value
 	return b
 }

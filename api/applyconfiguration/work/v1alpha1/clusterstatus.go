@@ -24,6 +24,10 @@ type ClusterStatusApplyConfiguration struct {
 	Revision *int64 `json:"revision,omitempty"`
 	// canaryHealth is the health of the cluster's canary, when it runs one as applied now.
 	CanaryHealth *workv1alpha1.Health `json:"canaryHealth,omitempty"`
+	// canaryAvailableReplicas is how many of the canary's replicas are available in the
+	// member, as its status last said; unset when the canary's kind reports no such count. A
+	// routed release raises a canary's weight only once this reaches the replicas it pinned.
+	CanaryAvailableReplicas *int32 `json:"canaryAvailableReplicas,omitempty"`
 	// message says why it is not applied or not healthy.
 	Message *string `json:"message,omitempty"`
 	// degradedSince is when the object turned Degraded in this cluster; application failover
@@ -90,6 +94,14 @@ func (b *ClusterStatusApplyConfiguration) WithRevision(value int64) *ClusterStat
 // If called multiple times, the CanaryHealth field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithCanaryHealth(value workv1alpha1.Health) *ClusterStatusApplyConfiguration {
 	b.CanaryHealth = &value
+	return b
+}
+
+// WithCanaryAvailableReplicas sets the CanaryAvailableReplicas field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CanaryAvailableReplicas field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithCanaryAvailableReplicas(value int32) *ClusterStatusApplyConfiguration {
+	b.CanaryAvailableReplicas = &value
 	return b
 }
 
