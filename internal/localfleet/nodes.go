@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -107,34 +109,37 @@ func (f *LocalFleet) installControlPlaneAPIs(ctx context.Context) error {
 	if _, err := install.Apply(ctx, cfg, install.ApplyOptions{Options: install.Options{Layout: install.Dedicated, Force: true}}); err != nil {
 		return err
 	}
-	return applyManifests(ctx, cfg, []byte(fmt.Sprintf(managerUserBindings, security.ManagerUser)))
+	bindings, err := managerUserBindings()
+	if err != nil {
+		return err
+	}
+	return applyManifests(ctx, cfg, bindings)
 }
 
-// managerUserBindings give the fleet's manager certificate user the ServiceAccount's roles.
-const managerUserBindings = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "flotilla:controller-manager:local-fleet"}
-subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
-roleRef: {kind: ClusterRole, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager"}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "flotilla:controller-manager:templates:local-fleet"}
-subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
-roleRef: {kind: ClusterRole, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager:templates"}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "flotilla:controller-manager:aggregated-templates:local-fleet"}
-subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
-roleRef: {kind: ClusterRole, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager:aggregated-templates"}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: "flotilla:controller-manager:local-fleet", namespace: flotilla-system}
-subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: %[1]q}]
-roleRef: {kind: Role, apiGroup: rbac.authorization.k8s.io, name: "flotilla:controller-manager"}
-`
+// managerUserBindings are the install's bindings of the manager's ServiceAccount, made again
+// for the fleet's manager certificate user, so both hold exactly the same roles.
+func managerUserBindings() ([]byte, error) {
+	objs, err := install.Objects(install.Options{Layout: install.Dedicated})
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, u := range objs {
+		if !strings.HasSuffix(u.GetKind(), "Binding") || u.GroupVersionKind().Group != rbacv1.GroupName {
+			continue
+		}
+		subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+		if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != install.ManagerServiceAccount {
+			continue
+		}
+		b := u.DeepCopy()
+		b.SetName(u.GetName() + ":local-fleet")
+		b.SetAnnotations(nil)
+		_ = unstructured.SetNestedSlice(b.Object, []any{map[string]any{"kind": rbacv1.UserKind, "apiGroup": rbacv1.GroupName, "name": security.ManagerUser}}, "subjects")
+		out = append(out, b)
+	}
+	return install.YAML(out)
+}
 
 // applyManifests server-side applies a multi-document YAML of any kinds.
 func applyManifests(ctx context.Context, cfg *rest.Config, data []byte) error {
