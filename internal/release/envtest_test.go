@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
@@ -285,5 +287,60 @@ func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
 	}
 	if started := rel.Status.Waves[0].StartedAt; started == nil || time.Since(started.Time) < 3*time.Second {
 		t.Errorf("wave started at %v: rolled back before the deadline", started)
+	}
+}
+
+// A Duplicated placement stays on a cluster failover declared lost, and the binding reports it
+// Lost. The release does not wait for it (nor roll back at its progress deadline): it finishes
+// on east, lists west as Left, lost, and west renders the released revision when it returns.
+func TestReleaseFinishesWithoutALostCluster(t *testing.T) {
+	ctx := context.Background()
+	deadline := intstr.FromString("3s")
+	var lost atomic.Bool
+	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		func(cur *workv1alpha1.ResourceBinding) {
+			healthyAsPinned(cur)
+			if lost.Load() {
+				cur.Status.Clusters[1] = workv1alpha1.ClusterStatus{Cluster: "west", Lost: true, Health: workv1alpha1.HealthUnknown, Revision: 1}
+			}
+		})
+	stableRevision1(t, c, b)
+	west := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
+		t.Fatal(err)
+	}
+	west.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
+	if err := c.Update(ctx, west); err != nil {
+		t.Fatal(err)
+	}
+	lost.Store(true)
+
+	changeImage(t, c, "registry.example/web:2")
+	rel := &rolloutv1alpha1.Release{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("release status %+v", rel.Status)
+		}
+	})
+	eventually(t, "release r2 finished", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && Final(rel.Status.Phase)
+	})
+	if rel.Status.Phase != rolloutv1alpha1.ReleaseSucceeded || !strings.Contains(rel.Status.Message, "west left it") {
+		t.Fatalf("release %s: %s; want Succeeded naming west", rel.Status.Phase, rel.Status.Message)
+	}
+	second := rel.Status.Waves[1]
+	if len(second.Clusters) != 1 || second.Clusters[0].Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(second.Clusters[0].Message, "lost/unreachable") {
+		t.Errorf("wave second %+v: want west Left, lost/unreachable", second)
+	}
+	if cond := meta.FindStatusCondition(rel.Status.Conditions, ConditionValid); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Errorf("Valid condition %+v: a wave whose cluster is lost is no mistake in the strategy", cond)
+	}
+	cur := &workv1alpha1.ResourceBinding{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+		t.Fatal(err)
+	}
+	if r := cur.Spec.Revisions; r.Stable != 2 || r.RevisionFor("west") != 2 {
+		t.Errorf("revisions %+v: west must render the released revision 2 when it returns", r)
 	}
 }
