@@ -393,7 +393,7 @@ func TestReleaseTreeKeepsAClusterThatLeft(t *testing.T) {
 		workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy})
 	b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "east", Replicas: 4}}
 	rel := webRelease(2, 1, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded,
-		Message: "revision 2 runs in every cluster still in the release; west left it (see their waves for why) and take revision 2 if they return",
+		Message: "revision 2 runs in every cluster still in the release; west left it (see the waves for why) and runs revision 2 once back",
 		Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveSucceeded, Clusters: []rolloutv1alpha1.ClusterRelease{
 			{Name: "east", Phase: rolloutv1alpha1.ClusterHealthy},
 			{Name: "west", Phase: rolloutv1alpha1.ClusterLeft, Message: "lost/unreachable: the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute, which moves placements off it (cluster failover); the release goes on without it, and it rejoins when it returns"},
@@ -408,7 +408,7 @@ func TestReleaseTreeKeepsAClusterThatLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "⇥ west  Left  [not placed]  left the release: lost/unreachable: the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute"
-	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "west left it (see their waves for why)") {
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "west left it (see the waves for why)") {
 		t.Errorf("tree lacks %q:\n%s", want, out.String())
 	}
 }

@@ -437,7 +437,12 @@ func (c *Controller) succeed(ctx context.Context, s *step) error {
 	status.Phase = rolloutv1alpha1.ReleaseSucceeded
 	status.Message = fmt.Sprintf("revision %d runs in every cluster", rel.Spec.Revision)
 	if left := leftClusters(status); len(left) > 0 {
-		status.Message = fmt.Sprintf("revision %d runs in every cluster still in the release; %s left it (see their waves for why) and take revision %d if they return", rel.Spec.Revision, strings.Join(left, ", "), rel.Spec.Revision)
+		runs := "runs"
+		if len(left) > 1 {
+			runs = "run"
+		}
+		status.Message = fmt.Sprintf("revision %d runs in every cluster still in the release; %s left it (see the waves for why) and %s revision %d once back",
+			rel.Spec.Revision, strings.Join(left, ", "), runs, rel.Spec.Revision)
 	}
 	status.CompletedAt = &metav1.Time{Time: s.now}
 	return c.terminateAnalysis(ctx, s)
