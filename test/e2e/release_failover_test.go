@@ -82,6 +82,9 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.And(gomega.ContainSubstring("Left"), gomega.ContainSubstring("unreachable")), out)
 	t.Logf("release tree:\n%s", out)
+	out, err = flotilla("release", "status", "deployment/web", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("europe left it"), out)
 
 	// When europe returns, it runs the released revision at its share again.
 	returned := time.Now()
