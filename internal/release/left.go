@@ -134,7 +134,9 @@ func whyLeft(ctx context.Context, c client.Reader, b workv1alpha1.Binding, clust
 	if err := c.Get(ctx, client.ObjectKey{Name: cluster}, cl); err != nil || !kube.Unreachable(cl) {
 		return WhyNotPlaced(ctx, c, b, cluster)
 	}
-	why := fmt.Sprintf("lost/unreachable: not Ready past the failover grace period, tainted %s; still placed", names.UnreachableTaintKey)
+	// Said without "still placed" or "moved": the scheduler may move a Divided placement a
+	// moment after the taint, and the first reason is the one kept.
+	why := fmt.Sprintf("lost/unreachable: not Ready past the failover grace period, tainted %s", names.UnreachableTaintKey)
 	if !slices.ContainsFunc(b.BindingSpec().Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cluster }) {
 		why = "lost/unreachable: " + WhyNotPlaced(ctx, c, b, cluster)
 	}

@@ -112,9 +112,9 @@ func TestMarkLeftListsLostClustersStillPlaced(t *testing.T) {
 		t.Fatalf("clusters %+v, want west Healthy, europe and asia Left", ws.Clusters)
 	}
 	for _, cr := range ws.Clusters[1:] {
-		if cr.Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(cr.Message, "lost/unreachable: ") || !strings.Contains(cr.Message, "still placed") ||
+		if cr.Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(cr.Message, "lost/unreachable: not Ready past the failover grace period") ||
 			!strings.HasSuffix(cr.Message, "rejoins when it returns") {
-			t.Errorf("%s: %s %q, want Left as lost and still placed", cr.Name, cr.Phase, cr.Message)
+			t.Errorf("%s: %s %q, want Left as lost", cr.Name, cr.Phase, cr.Message)
 		}
 	}
 	// The reason a cluster left with stays, even once the taint is gone.
