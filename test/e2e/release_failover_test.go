@@ -57,8 +57,9 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 
 	// When europe stops during wave one and the wave is promoted at once (wave two starts
 	// while europe is not Ready, before failover has moved anything).
+	stopping := time.Now() // stopping the API server takes a few seconds itself
 	g.Expect(fleet.StopComponent("europe-apiserver")).To(gomega.Succeed())
-	stopped := time.Now()
+	t.Logf("europe's API server took %s to stop", time.Since(stopping).Round(100*time.Millisecond))
 	out, err := flotilla("release", "promote", "deployment/web", "-n", ns)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 
@@ -67,7 +68,7 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, rel) }).
 		WithTimeout(probePeriod*failureThreshold+probeTimeout+failoverGrace+45*time.Second).
 		Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded), func() string { return releaseDump(ns, rel) })
-	t.Logf("europe stopped -> release Succeeded: %s", time.Since(stopped).Round(100*time.Millisecond))
+	t.Logf("europe stopping -> release Succeeded: %s", time.Since(stopping).Round(100*time.Millisecond))
 	europe := clusterInWave(ns, rel, 1, "europe")
 	g.Expect(europe).NotTo(gomega.BeNil(), "europe stays listed in its wave")
 	g.Expect(europe.Phase).To(gomega.Equal(rolloutv1alpha1.ClusterLeft))
