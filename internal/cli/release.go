@@ -595,7 +595,7 @@ func (t *releaseTarget) clusterState(i int, cl rolloutv1alpha1.ClusterRelease, c
 	staged := rel.Spec.StableRevision == 0
 	pinned := revs.RevisionFor(cl.Name)
 	if cl.Phase == rolloutv1alpha1.ClusterLeft {
-		return string(cl.Phase), "left the placement: " + cl.Message
+		return string(cl.Phase), "left the release: " + cl.Message
 	}
 	if cl.Phase == rolloutv1alpha1.ClusterRolledBack {
 		switch {

@@ -385,17 +385,18 @@ func TestReleaseOutcomeExitCodes(t *testing.T) {
 	}
 }
 
-// A cluster that left the placement during the release stays in the tree with the reason.
+// A cluster that left the release (here: failover moved the placement off it) stays in the
+// tree with the reason.
 func TestReleaseTreeKeepsAClusterThatLeft(t *testing.T) {
 	ctx := context.Background()
 	b := releasedBinding(&workv1alpha1.Revisions{Latest: 2, Stable: 2},
 		workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy})
 	b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "east", Replicas: 4}}
 	rel := webRelease(2, 1, rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseSucceeded,
-		Message: "revision 2 runs in every placed cluster; west left the placement during the release (see their waves)",
+		Message: "revision 2 runs in every cluster still in the release; west left it (see the waves for why) and runs revision 2 once back",
 		Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveSucceeded, Clusters: []rolloutv1alpha1.ClusterRelease{
 			{Name: "east", Phase: rolloutv1alpha1.ClusterHealthy},
-			{Name: "west", Phase: rolloutv1alpha1.ClusterLeft, Message: "the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute, which moves placements off it (cluster failover)"},
+			{Name: "west", Phase: rolloutv1alpha1.ClusterLeft, Message: "lost/unreachable: the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute, which moves placements off it (cluster failover); the release goes on without it, and it rejoins when it returns"},
 		}}}})
 	c := fakeClient(b.DeepCopy(), rel.DeepCopy(), revisionOf(t, b, 2, webTemplate("registry.example/web:2")), webTemplate("registry.example/web:2"))
 	tgt, err := findRelease(ctx, c, "deployment/web", "shop")
@@ -406,8 +407,8 @@ func TestReleaseTreeKeepsAClusterThatLeft(t *testing.T) {
 	if err := printRelease(ctx, &out, tgt); err != nil {
 		t.Fatal(err)
 	}
-	want := "⇥ west  Left  [not placed]  left the placement: the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute"
-	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "west left the placement during the release") {
+	want := "⇥ west  Left  [not placed]  left the release: lost/unreachable: the cluster is tainted cluster.flotilla.dev/unreachable:NoExecute"
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "west left it (see the waves for why)") {
 		t.Errorf("tree lacks %q:\n%s", want, out.String())
 	}
 }

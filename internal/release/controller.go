@@ -130,6 +130,8 @@ type step struct {
 	requeue time.Duration
 	// statusFresh: the binding's status was computed for its current spec.
 	statusFresh bool
+	// active are the clusters the waves count: placed and not lost (see withoutLost).
+	active []string
 }
 
 func (s *step) after(d time.Duration) {
@@ -286,7 +288,8 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if err != nil {
 		return err
 	}
-	waves := ResolveWaves(&rel.Spec.Strategy, placed)
+	waves := withoutLost(ResolveWaves(&rel.Spec.Strategy, placed), placed)
+	s.active = inRelease(waves)
 	syncWaveStatus(status, waves)
 	if rel.Spec.Abort {
 		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
@@ -399,18 +402,18 @@ func (c *Controller) backgroundAnalysis(ctx context.Context, s *step, waves []Wa
 	return false, nil
 }
 
-// catchUpFinishedWaves gives clusters that joined a finished wave the new revision at once;
-// those that left stay listed, as Left with the reason.
+// catchUpFinishedWaves gives clusters that joined a finished wave, or returned to it, the new
+// revision at once; those that left stay listed, as Left with the reason.
 func (c *Controller) catchUpFinishedWaves(ctx context.Context, s *step, waves []Wave) {
 	rel, status := s.rel, s.status
 	for i := 0; i < int(status.CurrentWave) && i < len(waves); i++ {
 		ws := &status.Waves[i]
 		previous := slices.Clone(ws.Clusters)
 		ws.Clusters = slices.DeleteFunc(ws.Clusters, func(cr rolloutv1alpha1.ClusterRelease) bool { return !slices.Contains(waves[i].Clusters, cr.Name) })
-		markLeft(ctx, c.Client, s.binding, ws, previous, placedNames(s.binding))
+		markLeft(ctx, c.Client, s.binding, ws, previous, waves[i].Lost, s.active)
 		for j := range ws.Clusters {
 			if cr := &ws.Clusters[j]; cr.Phase == rolloutv1alpha1.ClusterLeft && slices.Contains(waves[i].Clusters, cr.Name) {
-				cr.Phase, cr.Message = rolloutv1alpha1.ClusterUpdating, fmt.Sprintf("returned to the placement; takes revision %d again", rel.Spec.Revision)
+				cr.Phase, cr.Message = rolloutv1alpha1.ClusterUpdating, fmt.Sprintf("returned to the release; takes revision %d", rel.Spec.Revision)
 			}
 		}
 		s.pinAll(waves[i].Clusters)
@@ -434,7 +437,12 @@ func (c *Controller) succeed(ctx context.Context, s *step) error {
 	status.Phase = rolloutv1alpha1.ReleaseSucceeded
 	status.Message = fmt.Sprintf("revision %d runs in every cluster", rel.Spec.Revision)
 	if left := leftClusters(status); len(left) > 0 {
-		status.Message = fmt.Sprintf("revision %d runs in every placed cluster; %s left the placement during the release (see their waves)", rel.Spec.Revision, strings.Join(left, ", "))
+		runs := "runs"
+		if len(left) > 1 {
+			runs = "run"
+		}
+		status.Message = fmt.Sprintf("revision %d runs in every cluster still in the release; %s left it (see the waves for why) and %s revision %d once back",
+			rel.Spec.Revision, strings.Join(left, ", "), runs, rel.Spec.Revision)
 	}
 	status.CompletedAt = &metav1.Time{Time: s.now}
 	return c.terminateAnalysis(ctx, s)
@@ -447,8 +455,13 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	if ws.StartedAt == nil {
 		ws.StartedAt = &metav1.MicroTime{Time: s.now}
 	}
+	previous := slices.Clone(ws.Clusters)
+	defer func() { markLeft(ctx, c.Client, s.binding, ws, previous, wave.Lost, s.active) }()
 	if len(wave.Clusters) == 0 {
 		ws.Phase, ws.Message, ws.CompletedAt = rolloutv1alpha1.WaveSucceeded, "selects no cluster", &metav1.MicroTime{Time: s.now}
+		if len(wave.Lost) > 0 {
+			ws.Message = "every cluster of the wave left it"
+		}
 		return true, nil
 	}
 	if blueGreen(rel) && ws.CurrentStep < 2 && !rel.Spec.PromoteFull {
@@ -480,8 +493,6 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		st.Gated, st.Analysis, st.Approval = true, g.Analysis != nil, g.ManualApproval
 		st.Bake, _, _ = policyv1alpha1.ParseDuration("", g.BakeTime)
 	}
-	previous := slices.Clone(ws.Clusters)
-	defer func() { markLeft(ctx, c.Client, s.binding, ws, previous, placedNames(s.binding)) }()
 	v := judgeWave(st)
 	for _, cl := range v.Pin {
 		s.pin(cl, rel.Spec.Revision)
@@ -708,7 +719,7 @@ func (c *Controller) validate(ctx context.Context, rel *rolloutv1alpha1.Release,
 	}
 	check("spec.strategy.backgroundAnalysis", rel.Spec.Strategy.BackgroundAnalysis)
 	for i, w := range waves {
-		if len(w.Clusters) == 0 {
+		if len(w.Clusters) == 0 && len(w.Lost) == 0 { // a wave whose clusters are all lost is not a mistake
 			problems = append(problems, fmt.Sprintf("spec.strategy.waves[%d] (%s) selects no cluster the template is placed on", i, w.Name))
 		}
 	}
@@ -1086,8 +1097,7 @@ func orText(s, def string) string {
 	return s
 }
 
-// placedNames are the clusters the binding places its template on now; a cluster that moved
-// to another wave is still placed, only one that left the placement is Left.
+// placedNames are the clusters the binding places its template on now, lost ones included.
 func placedNames(b workv1alpha1.Binding) []string {
 	var out []string
 	for _, t := range b.BindingSpec().Clusters {

@@ -11,7 +11,9 @@
 // running it Healthy, then for the wave's gates (bake time, analysis, manual approval) and
 // moves on in the same reconcile, so a passed wave costs no extra round trip. After the last
 // wave the revision becomes stable and the pins are dropped. A cluster that joins mid-release
-// gets the new revision if its wave has passed, the stable one otherwise.
+// gets the new revision if its wave has passed, the stable one otherwise. A cluster that leaves
+// (it left the placement, or failover tainted it unreachable while it stays placed) is kept
+// in its wave as Left with the reason and no wave waits for it; it rejoins as it returns.
 //
 // A wave with canary steps runs them first: setWeight pins canaries (binding spec.revisions
 // canaries: replicas of the new revision taken from each cluster's share, divided with the same

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/detector"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
@@ -285,5 +287,143 @@ func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
 	}
 	if started := rel.Status.Waves[0].StartedAt; started == nil || time.Since(started.Time) < 3*time.Second {
 		t.Errorf("wave started at %v: rolled back before the deadline", started)
+	}
+}
+
+// A Duplicated placement stays on a cluster failover declared lost, and the binding reports it
+// Lost. The release does not wait for it (nor roll back at its progress deadline): it finishes
+// on east, lists west as Left, lost, and west renders the released revision when it returns.
+func TestReleaseFinishesWithoutALostCluster(t *testing.T) {
+	ctx := context.Background()
+	deadline := intstr.FromString("3s")
+	var lost atomic.Bool
+	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		func(cur *workv1alpha1.ResourceBinding) {
+			healthyAsPinned(cur)
+			if lost.Load() {
+				cur.Status.Clusters[1] = workv1alpha1.ClusterStatus{Cluster: "west", Lost: true, Health: workv1alpha1.HealthUnknown, Revision: 1}
+			}
+		})
+	stableRevision1(t, c, b)
+	west := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
+		t.Fatal(err)
+	}
+	west.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
+	if err := c.Update(ctx, west); err != nil {
+		t.Fatal(err)
+	}
+	lost.Store(true)
+
+	changeImage(t, c, "registry.example/web:2")
+	rel := &rolloutv1alpha1.Release{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("release status %+v", rel.Status)
+		}
+	})
+	eventually(t, "release r2 finished", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && Final(rel.Status.Phase)
+	})
+	if rel.Status.Phase != rolloutv1alpha1.ReleaseSucceeded || !strings.Contains(rel.Status.Message, "west left it") {
+		t.Fatalf("release %s: %s; want Succeeded naming west", rel.Status.Phase, rel.Status.Message)
+	}
+	second := rel.Status.Waves[1]
+	if len(second.Clusters) != 1 || second.Clusters[0].Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(second.Clusters[0].Message, "lost/unreachable") {
+		t.Errorf("wave second %+v: want west Left, lost/unreachable", second)
+	}
+	if cond := meta.FindStatusCondition(rel.Status.Conditions, ConditionValid); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Errorf("Valid condition %+v: a wave whose cluster is lost is no mistake in the strategy", cond)
+	}
+	cur := &workv1alpha1.ResourceBinding{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+		t.Fatal(err)
+	}
+	if r := cur.Spec.Revisions; r.Stable != 2 || r.RevisionFor("west") != 2 {
+		t.Errorf("revisions %+v: west must render the released revision 2 when it returns", r)
+	}
+}
+
+// The cluster-failover path the e2e test drives, on an API server: west stops while its wave
+// runs (pinned, never healthy), then failover taints it and moves the Divided placement off it
+// with an eviction task. The release succeeds on east with west Left, evicted; once west is
+// placed again it renders the released revision.
+func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
+	ctx := context.Background()
+	var down atomic.Bool
+	down.Store(true)
+	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		func(cur *workv1alpha1.ResourceBinding) {
+			healthyAsPinned(cur)
+			for i := range cur.Status.Clusters {
+				if cur.Status.Clusters[i].Cluster == "west" && down.Load() {
+					cur.Status.Clusters[i] = workv1alpha1.ClusterStatus{Cluster: "west", Lost: true, Health: workv1alpha1.HealthUnknown, Revision: 1}
+				}
+			}
+		})
+	stableRevision1(t, c, b)
+	changeImage(t, c, "registry.example/web:2")
+	binding := func() *workv1alpha1.ResourceBinding {
+		cur := &workv1alpha1.ResourceBinding{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	eventually(t, "wave second pinned west", func() bool {
+		r := binding().Spec.Revisions
+		return r != nil && r.Latest == 2 && r.RevisionFor("west") == 2 && r.Stable == 1
+	})
+
+	// Failover: west tainted, its placement moved off with an eviction task.
+	west := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
+		t.Fatal(err)
+	}
+	west.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
+	if err := c.Update(ctx, west); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the placement moved off west", func() bool {
+		cur := binding()
+		cur.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "east", Replicas: 2}}
+		cur.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{Cluster: "west", Replicas: 1, Reason: workv1alpha1.EvictionReasonClusterFailover,
+			Message: "cluster west is unreachable; its 1 replicas moved to the other clusters", PurgeMode: workv1alpha1.PurgeGraceful, GracePeriodSeconds: 600,
+			CreationTimestamp: metav1.Now()}}
+		return c.Update(ctx, cur) == nil
+	})
+	rel := &rolloutv1alpha1.Release{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("release status %+v", rel.Status)
+		}
+	})
+	eventually(t, "release r2 finished", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && Final(rel.Status.Phase)
+	})
+	if rel.Status.Phase != rolloutv1alpha1.ReleaseSucceeded {
+		t.Fatalf("release %s: %s; want Succeeded", rel.Status.Phase, rel.Status.Message)
+	}
+	const why = "lost/unreachable: evicted by ClusterFailover: cluster west is unreachable"
+	if cs := rel.Status.Waves[1].Clusters; len(cs) != 1 || cs[0].Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(cs[0].Message, why) {
+		t.Errorf("wave second clusters %+v: want west Left, %q", cs, why)
+	}
+
+	// West returns and is placed again: it renders the released, now stable, revision.
+	west.Spec.Taints = nil
+	if err := c.Update(ctx, west); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(false)
+	eventually(t, "west placed again", func() bool {
+		cur := binding()
+		cur.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "east", Replicas: 1}, {Name: "west", Replicas: 1}}
+		cur.Spec.GracefulEvictionTasks = nil
+		return c.Update(ctx, cur) == nil
+	})
+	if r := binding().Spec.Revisions; r.Stable != 2 || r.RevisionFor("west") != 2 {
+		t.Errorf("revisions %+v: returning west must render revision 2", r)
 	}
 }

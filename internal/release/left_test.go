@@ -2,16 +2,20 @@ package release
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // A cluster that leaves the placement during a release stays in its wave as Left, with why.
@@ -25,7 +29,7 @@ func TestMarkLeftKeepsClustersThatLeft(t *testing.T) {
 	old := []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterHealthy}, {Name: "west", Phase: rolloutv1alpha1.ClusterHealthy},
 		{Name: "north", Phase: rolloutv1alpha1.ClusterUpdating}, {Name: "gone", Phase: rolloutv1alpha1.ClusterPending}}
 	ws := &rolloutv1alpha1.WaveStatus{Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterHealthy}}}
-	markLeft(context.Background(), c, b, ws, old, []string{"east"})
+	markLeft(context.Background(), c, b, ws, old, nil, []string{"east"})
 	want := map[string]string{
 		"west":  "tainted cluster.flotilla.dev/unreachable:NoExecute",
 		"north": "evicted by ClusterFailover: cluster north is unreachable",
@@ -63,5 +67,74 @@ func TestWhyNotPlacedNamesAKindTheClusterDoesNotServe(t *testing.T) {
 	c = fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(east).Build()
 	if why := WhyNotPlaced(context.Background(), c, web, "east"); !strings.HasPrefix(why, "the cluster is tainted maint:NoSchedule") {
 		t.Errorf("a NoSchedule taint: %q", why)
+	}
+}
+
+// A cluster failover declared lost (tainted unreachable) leaves its wave even when it stays
+// placed (Duplicated, or a placement tolerating the taint); one only briefly not Ready stays.
+func TestWithoutLostTakesTaintedClustersOutOfTheirWaves(t *testing.T) {
+	unreachable := []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
+	placed := []clusterv1alpha1.Cluster{
+		{ObjectMeta: metav1.ObjectMeta{Name: "east"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "west"}}, // not Ready, not tainted yet: waited for
+		{ObjectMeta: metav1.ObjectMeta{Name: "europe"}, Spec: clusterv1alpha1.ClusterSpec{Taints: unreachable}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "asia"}, Spec: clusterv1alpha1.ClusterSpec{Taints: unreachable}},
+	}
+	strategy := &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west", "europe"}}, {Name: "third", ClusterNames: []string{"asia"}}}}
+	got := withoutLost(ResolveWaves(strategy, placed), placed)
+	want := []Wave{
+		{Name: "first", Clusters: []string{"east"}, Spec: &strategy.Waves[0]},
+		{Name: "second", Clusters: []string{"west"}, Lost: []string{"europe"}, Spec: &strategy.Waves[1]},
+		{Name: "third", Lost: []string{"asia"}, Spec: &strategy.Waves[2]},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waves (-want +got):\n%s", diff)
+	}
+	if got := inRelease(got); !slices.Equal(got, []string{"east", "west"}) {
+		t.Errorf("inRelease = %v, want east, west", got)
+	}
+}
+
+// A lost cluster that is still placed is Left as lost, whether the wave listed it (and was
+// updating it) or not yet; a listed cluster still in the release is left alone.
+func TestMarkLeftListsLostClustersStillPlaced(t *testing.T) {
+	europe := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "europe"},
+		Spec: clusterv1alpha1.ClusterSpec{Taints: []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}}}
+	asia := europe.DeepCopy()
+	asia.Name = "asia"
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(europe, asia).Build()
+	b := &workv1alpha1.ResourceBinding{Spec: workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "west"}, {Name: "europe"}, {Name: "asia"}}}}
+	ws := &rolloutv1alpha1.WaveStatus{Clusters: []rolloutv1alpha1.ClusterRelease{
+		{Name: "west", Phase: rolloutv1alpha1.ClusterHealthy}, {Name: "europe", Phase: rolloutv1alpha1.ClusterUpdating, Message: "waiting for revision 2 to run healthy"}}}
+	markLeft(context.Background(), c, b, ws, slices.Clone(ws.Clusters), []string{"europe", "asia"}, []string{"east", "west"})
+	if len(ws.Clusters) != 3 || ws.Clusters[0].Phase != rolloutv1alpha1.ClusterHealthy {
+		t.Fatalf("clusters %+v, want west Healthy, europe and asia Left", ws.Clusters)
+	}
+	for _, cr := range ws.Clusters[1:] {
+		if cr.Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(cr.Message, "lost/unreachable: not Ready past the failover grace period") ||
+			!strings.HasSuffix(cr.Message, "rejoins when it returns") {
+			t.Errorf("%s: %s %q, want Left as lost", cr.Name, cr.Phase, cr.Message)
+		}
+	}
+	// The reason a cluster left with stays, even once the taint is gone.
+	first := ws.Clusters[1].Message
+	markLeft(context.Background(), fake.NewClientBuilder().WithScheme(kube.Scheme).Build(), b, ws, slices.Clone(ws.Clusters), []string{"europe", "asia"}, []string{"east", "west"})
+	if ws.Clusters[1].Message != first || len(ws.Clusters) != 3 {
+		t.Errorf("after a second pass: %+v", ws.Clusters)
+	}
+}
+
+// A Divided placement moved off a lost cluster: the reason names the eviction and the loss.
+func TestWhyLeftNamesAFailoverEviction(t *testing.T) {
+	europe := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "europe"},
+		Spec: clusterv1alpha1.ClusterSpec{Taints: []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(europe).Build()
+	b := &workv1alpha1.ResourceBinding{Spec: workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "east"}},
+		GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{{Cluster: "europe", Reason: workv1alpha1.EvictionReasonClusterFailover,
+			Message: "cluster europe is unreachable; its 3 replicas moved to the other clusters"}}}}
+	const want = "lost/unreachable: evicted by ClusterFailover: cluster europe is unreachable; its 3 replicas moved to the other clusters; the release goes on without it, and it rejoins when it returns"
+	if got := whyLeft(context.Background(), c, b, "europe"); got != want {
+		t.Errorf("whyLeft = %q\nwant      %q", got, want)
 	}
 }

@@ -15,7 +15,10 @@ const RestWave = "rest"
 type Wave struct {
 	Name     string
 	Clusters []string
-	Spec     *policyv1alpha1.Wave // nil for the rest wave
+	// Lost are the wave's placed clusters that failover declared lost (see withoutLost): the
+	// wave goes on without them and lists them as Left.
+	Lost []string
+	Spec *policyv1alpha1.Wave // nil for the rest wave
 }
 
 // ResolveWaves assigns the clusters a template is placed on to the strategy's waves.

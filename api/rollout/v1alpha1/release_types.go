@@ -41,7 +41,7 @@ const (
 )
 
 // ClusterPhase is where one cluster of a wave stands.
-// +kubebuilder:validation:Enum=Pending;Updating;Healthy;Degraded;RolledBack
+// +kubebuilder:validation:Enum=Pending;Updating;Healthy;Degraded;RolledBack;Left
 type ClusterPhase string
 
 // Cluster phases.
@@ -51,8 +51,10 @@ const (
 	ClusterHealthy    ClusterPhase = "Healthy"
 	ClusterDegraded   ClusterPhase = "Degraded"
 	ClusterRolledBack ClusterPhase = "RolledBack"
-	// ClusterLeft: the cluster left the placement during the release (a failover evicted it,
-	// it was tainted or removed, or the policy changed); the message says which.
+	// ClusterLeft: the cluster left the release: it left the placement (a failover evicted it,
+	// it was tainted or removed, or the policy changed), or failover declared it lost while it
+	// stays placed (tainted unreachable); the message says which. The release goes on without
+	// it; it rejoins its wave if it returns.
 	ClusterLeft ClusterPhase = "Left"
 )
 
