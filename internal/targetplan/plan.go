@@ -30,7 +30,7 @@ type Plan struct {
 	// TargetPolicies select the Application, namespaced first: NAMESPACE/NAME, then NAME.
 	TargetPolicies []string
 	// Clusters the Application is placed on; on a conflict, those of its status (nothing
-	// moves).
+	// moves); none while it has no templates (not rendered yet, or refused).
 	Clusters []string
 	// Left are the clusters the target policies select but the namespace's Team does not allow.
 	Left []string
@@ -93,9 +93,15 @@ func PlanFor(ctx context.Context, r client.Reader, app *appsv1alpha1.Application
 		leftOut = fmt.Sprintf("; left out %s: not among Team %s/%s's clusters (spec.clusters.selector)", strings.Join(p.Left, ", "), app.Namespace, tenancyv1alpha1.TeamName)
 	}
 	if len(app.Status.Objects) == 0 {
+		// Nothing runs anywhere (not rendered yet, or refused: its Ready condition says why),
+		// so status lists no clusters; `app list` would otherwise read as "runs there".
 		p.Keep = true
 		p.Reason = appsv1alpha1.ReasonNoTarget
-		p.Message = "the application has produced no templates yet"
+		p.Message = "the application has produced no templates yet (its Ready condition says why)"
+		if len(p.Clusters) > 0 {
+			p.Message += "; its target policies select " + strings.Join(p.Clusters, ", ")
+		}
+		p.Clusters = nil
 		return p, nil
 	}
 	if len(p.Clusters) == 0 {

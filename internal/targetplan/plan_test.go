@@ -45,6 +45,10 @@ func TestPlanForWithAProposedTargetPolicy(t *testing.T) {
 		Status: appsv1alpha1.ApplicationStatus{Clusters: []string{"east"}, Objects: []appsv1alpha1.ApplicationObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}}
 	api := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", Labels: map[string]string{"tier": "api"}},
 		Status: appsv1alpha1.ApplicationStatus{Objects: []appsv1alpha1.ApplicationObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}}}}
+	// refused: its Team refuses its repository, so it has no templates and runs nowhere,
+	// although it still claims the clusters of an earlier status.
+	refused := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "refused", Labels: map[string]string{"tier": "web"}},
+		Status: appsv1alpha1.ApplicationStatus{Clusters: []string{"east"}}}
 	usOnly := &tenancyv1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: tenancyv1alpha1.TeamName},
 		Spec: tenancyv1alpha1.TeamSpec{Clusters: &tenancyv1alpha1.TeamClusters{Selector: policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"region": "us-east"}}}}}
 	divided := &policyv1alpha1.ReplicaScheduling{Type: "Divided"}
@@ -84,6 +88,8 @@ func TestPlanForWithAProposedTargetPolicy(t *testing.T) {
 			proposed: targetPolicy("shop", "api", appsv1alpha1.TargetSpec{AppSelector: tier("api"), ClusterSelector: regionIn("eu-west")}),
 			reason:   appsv1alpha1.ReasonPlaced, kind: "PropagationPolicy", policy: "shop/app-api", clusters: []string{"europe"}, targets: []string{"shop/api"},
 			message: []string{"placed on 1 cluster by shop/api"}, affinity: &policyv1alpha1.ClusterAffinity{LabelSelector: ptr.To(regionIn("eu-west"))}},
+		{name: "an application without templates (refused) lists no clusters, and says which it would go to", app: refused,
+			reason: appsv1alpha1.ReasonNoTarget, targets: []string{"shop/web"}, message: []string{"no templates yet", "Ready condition", "select east"}},
 		{name: "without the proposal that application has no target", app: api,
 			reason: appsv1alpha1.ReasonNoTarget, message: []string{"no TargetPolicy of namespace shop", "runs nowhere"}},
 		{name: "a ClusterTargetPolicy joining makes the placement the platform's", app: web,
