@@ -7,15 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // A staged adoption, a hand-back and a take-back of one cluster: each record says which,
@@ -68,5 +73,65 @@ func TestAdoptionUnmanageAndManageHaveTheirCauses(t *testing.T) {
 	want := []string{"east 0->1 adoption healthy", "east 0->1 manage healthy", "east 1->0 unmanage removed"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("records %v, want %v", got, want)
+	}
+}
+
+func TestTargetedByNamesTheTargetPoliciesAndTheApplication(t *testing.T) {
+	generated := workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "app-app1"}
+	cases := []struct {
+		name     string
+		policies []string
+		want     string
+	}{
+		{"a team's TargetPolicy", []string{"shop/team"}, "TargetPolicy shop/team for Application shop/app1"},
+		{"a team's and the platform's", []string{"shop/team", "everywhere"}, "TargetPolicy shop/team, ClusterTargetPolicy everywhere for Application shop/app1"},
+		{"none known any more: the generated policy", nil, "PropagationPolicy shop/app-app1 (generated for Application shop/app1)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := targetedBy(generated, "shop", "app1", c.policies); got != c.want {
+				t.Errorf("targetedBy = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// A placement through a policy the targeting controller generated names the TargetPolicy the
+// team wrote and the Application, not the generated policy; a plain policy names itself.
+func TestPlacementByATargetPolicyNamesIt(t *testing.T) {
+	ctx := context.Background()
+	app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app1"},
+		Status: appsv1alpha1.ApplicationStatus{TargetPolicies: []string{"shop/team"}}}
+	generated := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app-app1",
+		Labels: map[string]string{names.GeneratedAppNameLabel: "app1", names.GeneratedAppNamespaceLabel: "shop"}}}
+	plain := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	binding := func(name, policy string) *workv1alpha1.ResourceBinding {
+		return &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name + "-configmap", UID: types.UID(name), Generation: 1},
+			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: name},
+				PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: policy},
+				Clusters:  []workv1alpha1.TargetCluster{{Name: "east"}}},
+			Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	}
+	targeted, own := binding("app1", "app-app1"), binding("web", "web")
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(app, generated, plain, targeted, own).WithStatusSubresource(targeted, own).Build()
+	store := &memStore{recs: map[string]history.Record{}}
+	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	for _, b := range []*workv1alpha1.ResourceBinding{targeted, own} {
+		req := ctrl.Request{}
+		req.Namespace, req.Name = b.Namespace, b.Name
+		if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]string{}
+	for _, r := range store.recs {
+		got[r.Name] = r.Cause + ": " + r.CauseDetail
+	}
+	want := map[string]string{
+		"app1": "placement: placed by TargetPolicy shop/team for Application shop/app1",
+		"web":  "placement: placed by PropagationPolicy shop/web",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("causes (-want +got):\n%s", d)
 	}
 }

@@ -52,6 +52,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/revision"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
@@ -527,7 +528,7 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 				return history.CauseFailover, "replaces " + cs.Cluster + ": the cluster is not Ready (failover)"
 			}
 		}
-		return history.CausePlacement, fmt.Sprintf("placed by %s %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef))
+		return history.CausePlacement, "placed by " + l.placedBy()
 	}
 	if r := l.releaseOf(to); r != nil {
 		return history.CauseRelease, l.waveOf(r, cluster)
@@ -569,7 +570,46 @@ func (l *lazyContext) removalCause(cluster string) (string, string) {
 	if l.h.Client.Get(l.ctx, client.ObjectKey{Name: cluster}, cl) == nil && kube.Unreachable(cl) {
 		return history.CauseFailover, "moved off " + cluster + ": the cluster is unreachable (failover)"
 	}
-	return history.CausePlacement, fmt.Sprintf("%s %s no longer places it on %s", spec.PolicyRef.Kind, policyName(spec.PolicyRef), cluster)
+	return history.CausePlacement, fmt.Sprintf("no longer placed on %s by %s", cluster, l.placedBy())
+}
+
+// placedBy names what placed the binding's template: its policy, or, for a policy the targeting
+// controller generated, the Application's target policies, which are what its team wrote.
+func (l *lazyContext) placedBy() string {
+	ref := l.b.BindingSpec().PolicyRef
+	var policy client.Object = &policyv1alpha1.PropagationPolicy{}
+	if ref.Kind == "ClusterPropagationPolicy" {
+		policy = &policyv1alpha1.ClusterPropagationPolicy{}
+	}
+	if ref.Name == "" || l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, policy) != nil {
+		return ref.Kind + " " + policyName(ref)
+	}
+	appNs, appName := policy.GetLabels()[names.GeneratedAppNamespaceLabel], policy.GetLabels()[names.GeneratedAppNameLabel]
+	if appName == "" {
+		return ref.Kind + " " + policyName(ref)
+	}
+	app := &appsv1alpha1.Application{}
+	_ = l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: appNs, Name: appName}, app) // gone: the generated policy is named instead
+	return targetedBy(ref, appNs, appName, app.Status.TargetPolicies)
+}
+
+// targetedBy names the target policies (NAMESPACE/NAME of a TargetPolicy, NAME of a
+// ClusterTargetPolicy, as Application status lists them) that placed Application ns/name
+// through the generated policy ref; with none known, the generated policy and its Application.
+func targetedBy(ref workv1alpha1.PolicyReference, ns, name string, targetPolicies []string) string {
+	app := "Application " + ns + "/" + name
+	if len(targetPolicies) == 0 {
+		return fmt.Sprintf("%s %s (generated for %s)", ref.Kind, policyName(ref), app)
+	}
+	var by []string
+	for _, tp := range targetPolicies {
+		if strings.Contains(tp, "/") {
+			by = append(by, "TargetPolicy "+tp)
+		} else {
+			by = append(by, "ClusterTargetPolicy "+tp)
+		}
+	}
+	return strings.Join(by, ", ") + " for " + app
 }
 
 func evictedClusters(spec *workv1alpha1.ResourceBindingSpec) string {

@@ -28,6 +28,13 @@ const (
 	UnreachableTaintKey = "cluster.flotilla.dev/unreachable"
 )
 
+// Labels on the policies the targeting controller generates for an Application, naming it; the
+// historian reads them to say a placement came from the Application's target policies.
+const (
+	GeneratedAppNameLabel      = "apps.flotilla.dev/application"
+	GeneratedAppNamespaceLabel = "apps.flotilla.dev/application-namespace"
+)
+
 // Condition types written by one controller and read by others.
 const (
 	// ConditionPropagated on the status of a workload template that no policy places: False,

@@ -44,6 +44,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/targetplan"
 )
 
@@ -52,8 +53,8 @@ const StatusManager = "flotilla-targeting"
 
 // Labels on the generated policies, naming their Application.
 const (
-	AppNameLabel      = "apps.flotilla.dev/application"
-	AppNamespaceLabel = "apps.flotilla.dev/application-namespace"
+	AppNameLabel      = names.GeneratedAppNameLabel
+	AppNamespaceLabel = names.GeneratedAppNamespaceLabel
 )
 
 // ConditionPlaced is the Application condition this package owns.
