@@ -196,6 +196,7 @@ func (g *globals) getIn(ctx context.Context, res getResource, f *getFlags, ns, n
 			}
 			columns = table.ColumnDefinitions
 			withRowObjects(table)
+			showNoClusters(table)
 			if !headerShown {
 				headerShown = true
 				return p.PrintObj(table, out)
@@ -287,6 +288,7 @@ func fetchTable(ctx context.Context, cfg *rest.Config, res getResource, r tableR
 		return nil, fmt.Errorf("decoding the %s table: %w", res.resource, err)
 	}
 	withRowObjects(table)
+	showNoClusters(table)
 	return table, nil
 }
 
@@ -297,6 +299,22 @@ func rowObject(table *metav1.Table) (*unstructured.Unstructured, bool) {
 	}
 	obj, ok := table.Rows[0].Object.Object.(*unstructured.Unstructured)
 	return obj, ok
+}
+
+// showNoClusters writes <none>, as kubectl does for an absent value, in an empty Clusters
+// cell: a blank there is easily read as the row's neighbour or as "everywhere", and an
+// Application that runs nowhere (refused, or not targeted) must say so.
+func showNoClusters(table *metav1.Table) {
+	for c, col := range table.ColumnDefinitions {
+		if col.Name != "Clusters" {
+			continue
+		}
+		for i := range table.Rows {
+			if cells := table.Rows[i].Cells; c < len(cells) && (cells[c] == nil || cells[c] == "") {
+				cells[c] = "<none>"
+			}
+		}
+	}
 }
 
 // withRowObjects decodes each row's object: the printer reads its namespace (and labels for

@@ -373,6 +373,18 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "app1-config"}, &corev1.ConfigMap{}))
 	}).Should(gomega.BeTrue(), "the removed file's ConfigMap is pruned in the member")
+	// History names the target policies the team and the platform wrote, and the Application,
+	// as `flotilla where` does, not the PropagationPolicies generated from them.
+	g.Eventually(func() []string {
+		var causes []string
+		for _, it := range historyOf(t, admin, url.Values{"team": {ns}, "cause": {"placement"}}) {
+			causes = append(causes, it.Cluster+" "+it.Kind+" "+it.Name+": "+it.CauseDetail)
+		}
+		return causes
+	}).Should(gomega.And(
+		gomega.ContainElement(gomega.MatchRegexp(`^east \w+ app1(-config)?: placed by TargetPolicy squad-c/common-east for Application squad-c/app1$`)),
+		gomega.ContainElement("europe Deployment app2: placed by ClusterTargetPolicy gpu-apps for Application squad-c/app2"),
+		gomega.ContainElement("west Deployment app2: no longer placed on west by ClusterTargetPolicy gpu-apps for Application squad-c/app2")))
 
 	// The git server goes away: nothing is pruned, the condition says why; it comes back.
 	git.stop()
@@ -422,6 +434,8 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	for name := range bad {
 		a := gitApp(name, name, nil)
 		if name == "notallowed" {
+			// Selected by common-east: refused, it must still not read as running there.
+			a.Labels = map[string]string{"common": "true"}
 			a.Spec.Source.Git.RepoURL = "http://127.0.0.1:1/other.git"
 		}
 		g.Expect(dave.Create(ctx, a)).To(gomega.Succeed())
@@ -440,10 +454,14 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	g.Expect(erin.List(ctx, &appsv1alpha1.ApplicationList{}, client.InNamespace(ns))).To(gomega.Succeed())
 	forbidden(g, erin.Create(ctx, gitApp("readers-app", "apps/app1", nil)), "")
 
-	// The CLI lists with kubectl's conventions.
-	out, err = flotilla("app", "list", "-n", ns, "-l", "common=true", "--kubeconfig", fleet.Kubeconfig(""))
+	// The CLI lists with kubectl's conventions; the refused Application lists no clusters,
+	// and its Placed condition names those its target policy selects.
+	g.Eventually(appCondition(ns, "notallowed", "Placed")).Should(gomega.ContainSubstring("its target policies select east"))
+	out, err = flotilla("app", "list", "-n", ns, "-l", "common=true", "-o", "wide", "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.And(gomega.ContainSubstring("app1"), gomega.Not(gomega.ContainSubstring("app2"))))
+	g.Expect(appListRow(out, "app1")).To(gomega.ContainElement(gomega.ContainSubstring("east")), out)
+	g.Expect(appListRow(out, "notallowed")).To(gomega.And(gomega.ContainElement("<none>"), gomega.Not(gomega.ContainElement(gomega.ContainSubstring("east")))), out)
 	out, err = flotilla("target", "list", "-A", "--kubeconfig", fleet.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.ContainSubstring("common-east"))
@@ -461,6 +479,16 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	// policy, its member objects.
 	g.Expect(dave.Delete(ctx, app1.DeepCopy())).To(gomega.Succeed())
 	g.Eventually(func() int32 { return memberReplicas(t, "east", ns, "app1") }).Should(gomega.Equal(int32(-1)))
+}
+
+// appListRow is the fields of the row of `app list` that names the Application name.
+func appListRow(out, name string) []string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return f
+		}
+	}
+	return nil
 }
 
 // argoCDApplicationCRD is Argo CD's own Application CRD, read from its Go module's zip (the
