@@ -164,7 +164,9 @@ type ApplicationStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000
 	Objects []ApplicationObject `json:"objects,omitempty"`
-	// clusters the application is targeted at, by its target policies.
+	// clusters the application is targeted at, by its target policies; none while it has no
+	// templates in force (refused or not fetched yet: Ready says why, Placed names the
+	// clusters its target policies select).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000

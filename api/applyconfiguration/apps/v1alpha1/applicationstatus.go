@@ -25,7 +25,9 @@ type ApplicationStatusApplyConfiguration struct {
 	// objects are the templates in force; one that leaves the source is deleted, and its
 	// placement's deletionPolicy decides what happens in the members.
 	Objects []ApplicationObjectApplyConfiguration `json:"objects,omitempty"`
-	// clusters the application is targeted at, by its target policies.
+	// clusters the application is targeted at, by its target policies; none while it has no
+	// templates in force (refused or not fetched yet: Ready says why, Placed names the
+	// clusters its target policies select).
 	Clusters []string `json:"clusters,omitempty"`
 	// targetPolicies that select the application: NAMESPACE/NAME for TargetPolicies, NAME for
 	// ClusterTargetPolicies.
