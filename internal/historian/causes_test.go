@@ -18,6 +18,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/audit"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/names"
@@ -115,7 +116,13 @@ func TestPlacementByATargetPolicyNamesIt(t *testing.T) {
 	targeted, own := binding("app1", "app-app1"), binding("web", "web")
 	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(app, generated, plain, targeted, own).WithStatusSubresource(targeted, own).Build()
 	store := &memStore{recs: map[string]history.Record{}}
-	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	now := time.Now()
+	// dave wrote the TargetPolicy; the Application's own write must not take the placement.
+	stream := &streamAt{upTo: now.Add(time.Hour), writes: map[audit.Ref][]audit.Write{
+		{Group: appsv1alpha1.GroupVersion.Group, Resource: "targetpolicies", Namespace: "shop", Name: "team"}: {{User: "dave", Time: now.Add(-time.Minute)}},
+		{Group: appsv1alpha1.GroupVersion.Group, Resource: "applications", Namespace: "shop", Name: "app1"}:   {{User: "erin", Time: now.Add(-time.Second)}},
+	}}
+	h := &Historian{Client: c, Reader: c, Store: store, Writers: stream, Clock: clocktesting.NewFakePassiveClock(now)}
 	for _, b := range []*workv1alpha1.ResourceBinding{targeted, own} {
 		req := ctrl.Request{}
 		req.Namespace, req.Name = b.Namespace, b.Name
@@ -133,5 +140,10 @@ func TestPlacementByATargetPolicyNamesIt(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("causes (-want +got):\n%s", d)
+	}
+	for _, r := range store.recs {
+		if r.Name == "app1" && r.Actor != "dave" {
+			t.Errorf("the targeted placement's actor is %q, want dave, the TargetPolicy's writer", r.Actor)
+		}
 	}
 }

@@ -464,6 +464,7 @@ type lazyContext struct {
 
 	tmplLoaded bool
 	current    *unstructured.Unstructured
+	target     *targeted           // read by targetedApp
 	recorded   map[int64]time.Time // when each revision was recorded
 }
 
@@ -577,20 +578,57 @@ func (l *lazyContext) removalCause(cluster string) (string, string) {
 // controller generated, the Application's target policies, which are what its team wrote.
 func (l *lazyContext) placedBy() string {
 	ref := l.b.BindingSpec().PolicyRef
+	t := l.targetedApp()
+	if t.name == "" {
+		return ref.Kind + " " + policyName(ref)
+	}
+	return targetedBy(ref, t.namespace, t.name, t.targetPolicies)
+}
+
+// targeted is the Application a generated policy places, and the target policies its status
+// lists (none when it is gone).
+type targeted struct {
+	namespace, name string
+	targetPolicies  []string
+}
+
+// targetedApp is the Application whose generated policy the binding follows; empty when the
+// policy is not one targeting generated (or is gone). Read once per pass.
+func (l *lazyContext) targetedApp() targeted {
+	if l.target != nil {
+		return *l.target
+	}
+	l.target = &targeted{}
+	ref := l.b.BindingSpec().PolicyRef
 	var policy client.Object = &policyv1alpha1.PropagationPolicy{}
 	if ref.Kind == "ClusterPropagationPolicy" {
 		policy = &policyv1alpha1.ClusterPropagationPolicy{}
 	}
 	if ref.Name == "" || l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, policy) != nil {
-		return ref.Kind + " " + policyName(ref)
+		return *l.target
 	}
-	appNs, appName := policy.GetLabels()[names.GeneratedAppNamespaceLabel], policy.GetLabels()[names.GeneratedAppNameLabel]
-	if appName == "" {
-		return ref.Kind + " " + policyName(ref)
+	l.target.namespace, l.target.name = policy.GetLabels()[names.GeneratedAppNamespaceLabel], policy.GetLabels()[names.GeneratedAppNameLabel]
+	if l.target.name != "" {
+		app := &appsv1alpha1.Application{}
+		if l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: l.target.namespace, Name: l.target.name}, app) == nil {
+			l.target.targetPolicies = app.Status.TargetPolicies
+		}
 	}
-	app := &appsv1alpha1.Application{}
-	_ = l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: appNs, Name: appName}, app) // gone: the generated policy is named instead
-	return targetedBy(ref, appNs, appName, app.Status.TargetPolicies)
+	return *l.target
+}
+
+// targetPolicyRefs names the target policies (as Application status lists them) as audit
+// events do.
+func targetPolicyRefs(targetPolicies []string) []audit.Ref {
+	var refs []audit.Ref
+	for _, tp := range targetPolicies {
+		if ns, name, ok := strings.Cut(tp, "/"); ok {
+			refs = append(refs, audit.Ref{Group: appsv1alpha1.GroupVersion.Group, Resource: "targetpolicies", Namespace: ns, Name: name})
+		} else {
+			refs = append(refs, audit.Ref{Group: appsv1alpha1.GroupVersion.Group, Resource: "clustertargetpolicies", Name: tp})
+		}
+	}
+	return refs
 }
 
 // targetedBy names the target policies (NAMESPACE/NAME of a TargetPolicy, NAME of a
@@ -723,6 +761,13 @@ type actorQuery struct {
 // who aborted a release, the newest writer of the policy, template or Cluster behind a
 // placement.
 func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time) (string, *actorQuery) {
+	// A placement by an Application's target policies is the doing of whoever last wrote
+	// them; the Application only copied them into the policy it generated.
+	if cause == history.CausePlacement && l.h.Writers != nil {
+		if t := l.targetedApp(); len(t.targetPolicies) > 0 {
+			return "", &actorQuery{refs: targetPolicyRefs(t.targetPolicies), notAfter: now, otherwise: "application " + t.namespace + "/" + t.name}
+		}
+	}
 	switch cause {
 	case history.CausePlacement, history.CauseRelease, history.CauseApply, history.CauseAdoption:
 		// An Application writes its templates and their policy: it is the actor, not the

@@ -357,8 +357,9 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 	g.Eventually(func() string { return getApp(ns, "app1").Status.Commit }).Should(gomega.Equal(second))
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, "app1-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
 	g.Eventually(func() string { return memberImage(t, "east", ns, "app1") }).Should(gomega.Equal("registry.example/app1:2"))
-	// The Application wrote its templates and their policy: it is the actor of their
-	// placements and releases, not whoever last wrote a Cluster they run on.
+	// The Application wrote its templates: it is the actor of their releases. Their placement
+	// is the doing of dave, who wrote the TargetPolicy, not of the Application that copied it
+	// into a generated policy, nor of whoever last wrote a Cluster they run on.
 	admin := inventoryAs(t, "")
 	g.Eventually(func() []string {
 		var actors []string
@@ -368,8 +369,8 @@ func TestApplicationsFromGitPlacedByMetadata(t *testing.T) {
 			}
 		}
 		return actors
-	}).Should(gomega.And(gomega.ContainElement("east release by application squad-c/app1"),
-		gomega.HaveEach(gomega.HaveSuffix(" by application squad-c/app1"))))
+	}).Should(gomega.And(gomega.ContainElement("east release by application squad-c/app1"), gomega.ContainElement("east placement by dave"),
+		gomega.HaveEach(gomega.Or(gomega.HaveSuffix("release by application squad-c/app1"), gomega.HaveSuffix("placement by dave")))))
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(memberClient(t, "east").Get(ctx, client.ObjectKey{Namespace: ns, Name: "app1-config"}, &corev1.ConfigMap{}))
 	}).Should(gomega.BeTrue(), "the removed file's ConfigMap is pruned in the member")
