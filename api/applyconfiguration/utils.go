@@ -30,6 +30,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=apps.flotilla.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("Application"):
 		return &appsv1alpha1.ApplicationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApplicationDependency"):
+		return &appsv1alpha1.ApplicationDependencyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApplicationObject"):
 		return &appsv1alpha1.ApplicationObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApplicationSource"):
@@ -122,6 +124,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationpolicyv1alpha1.ClusterPropagationPolicyApplyConfiguration{}
 	case policyv1alpha1.SchemeGroupVersion.WithKind("CommandArgsOverrider"):
 		return &applyconfigurationpolicyv1alpha1.CommandArgsOverriderApplyConfiguration{}
+	case policyv1alpha1.SchemeGroupVersion.WithKind("DependencySelector"):
+		return &applyconfigurationpolicyv1alpha1.DependencySelectorApplyConfiguration{}
 	case policyv1alpha1.SchemeGroupVersion.WithKind("DriftCorrection"):
 		return &applyconfigurationpolicyv1alpha1.DriftCorrectionApplyConfiguration{}
 	case policyv1alpha1.SchemeGroupVersion.WithKind("EnvOverrider"):

@@ -563,14 +563,9 @@ func (c *Controller) teamClient(team *tenancyv1alpha1.Team, app *appsv1alpha1.Ap
 	return cl, nil
 }
 
-// impersonatedGroups are the Team's contributor groups an Application acts as, plus
-// system:authenticated (what every authenticated identity carries). Groups a Team may not name
-// (tenancyv1alpha1.NeverBoundGroups: system:masters bypasses authorization, the others mean
-// everyone) are never acted as, should a Team stored before admission refused them name one.
-func impersonatedGroups(team *tenancyv1alpha1.Team) []string {
-	groups := slices.DeleteFunc(slices.Sorted(slices.Values(team.Spec.Contributors)), func(g string) bool { return tenancyv1alpha1.WhyNeverBound(g) != "" })
-	return append(groups, "system:authenticated")
-}
+// impersonatedGroups are the groups an Application acts as (tenancyv1alpha1.Team.ActingGroups):
+// the Team's contributors, never a group a Team may not name, plus system:authenticated.
+func impersonatedGroups(team *tenancyv1alpha1.Team) []string { return team.ActingGroups() }
 
 // repositoryAllowed matches a repository URL against the Team's globs, both in their
 // normalised spellings (appsource.NormalizeRepoURL and NormalizeRepoGlob): a URL that cannot

@@ -42,6 +42,20 @@ const (
 	ReasonPolicyNameTaken = "PolicyNameTaken"
 )
 
+// ConditionDependenciesReady on an Application with dependsOn: True once every dependency
+// runs healthy wherever the application is placed, False naming what it waits for (and
+// since when), a dependency not found or not readable, or a cycle. Written by the
+// application controller.
+const ConditionDependenciesReady = "DependenciesReady"
+
+// Reasons of the DependenciesReady condition.
+const (
+	ReasonDependenciesReady      = "DependenciesReady"
+	ReasonWaitingForDependencies = "WaitingForDependencies"
+	ReasonDependencyNotFound     = "DependencyNotFound"
+	ReasonDependencyCycle        = "DependencyCycle"
+)
+
 // Manifest is one whole Kubernetes object.
 // +kubebuilder:pruning:PreserveUnknownFields
 // +kubebuilder:validation:EmbeddedResource
@@ -123,6 +137,34 @@ type ApplicationSpec struct {
 	// suspend stops fetching, applying and pruning; what is in force stays.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// dependsOn names the Applications this one needs running first: in each cluster, the
+	// application's templates are first applied only once every template of each dependency
+	// runs there Healthy at its current revision, and a release of them advances there only
+	// then. A dependency not placed in a cluster holds the application in that cluster alone.
+	// Another namespace counts only where the namespace's Team may read it (its contributors
+	// may get ResourceBindings there); otherwise the application waits, told the dependency is
+	// not found or not readable. A cycle is reported in the DependenciesReady condition.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	DependsOn []ApplicationDependency `json:"dependsOn,omitempty"`
+}
+
+// ApplicationDependency names an Application another one depends on.
+type ApplicationDependency struct {
+	// name of the Application.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// namespace of the Application; the depending Application's own when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // ApplicationObject is one template an Application produced.
@@ -192,6 +234,7 @@ type ApplicationStatus struct {
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.source.git.revision`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.dependsOn) || !self.spec.dependsOn.exists(d, d.name == self.metadata.name && !has(d.namespace))",message="spec.dependsOn: an Application may not depend on itself; name another Application"
 type Application struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -162,6 +162,45 @@ type ResourceSelector struct {
 	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
 }
 
+// DependencySelector selects templates that the policy's templates depend on, by type and by
+// name or labels; apiVersion apps.flotilla.dev/v1alpha1 and kind Application with a name select
+// every template that Application produced.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.labelSelector)",message="dependsOn: give exactly one of name and labelSelector"
+// +kubebuilder:validation:XValidation:rule="!(self.apiVersion == 'apps.flotilla.dev/v1alpha1' && self.kind == 'Application') || has(self.name)",message="dependsOn: an Application is selected by name"
+type DependencySelector struct {
+	// apiVersion of the templates, e.g. apps/v1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$`
+	APIVersion string `json:"apiVersion"`
+
+	// kind of the templates, e.g. StatefulSet.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
+
+	// name selects one template by name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// namespace of the templates; the depending template's own when unset. From a namespaced
+	// template another namespace counts only where the template namespace's Team may read it;
+	// otherwise the dependent waits, told the dependency is not found or not readable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+
+	// labelSelector selects templates by labels.
+	// +optional
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
+}
+
 // ClusterAffinity selects clusters by name and labels.
 // +kubebuilder:validation:XValidation:rule="has(self.clusterNames) || has(self.labelSelector) || has(self.exclude)",message="clusterAffinity selects nothing: give clusterNames, labelSelector or exclude"
 type ClusterAffinity struct {
@@ -397,6 +436,15 @@ type PropagationSpec struct {
 	// default) puts it back, Report only says so; ignoreFields are never drift.
 	// +optional
 	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
+
+	// dependsOn selects the templates the selected templates need running first: in each
+	// cluster, a selected template is first applied only once every dependency runs there
+	// Healthy at its current revision (a dependency not placed there holds it there alone),
+	// and a release of it advances there only then. A cycle is reported on the bindings.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	DependsOn []DependencySelector `json:"dependsOn,omitempty"`
 }
 
 // PurgeMode says when the old placement goes after a failover.

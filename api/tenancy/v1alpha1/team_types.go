@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,4 +197,18 @@ type TeamList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Team `json:"items"`
+}
+
+// ActingGroups are the groups Flotilla acts as, or asks about, on the team's behalf: its
+// contributors, less any group a Team may not name (a Team stored before admission refused
+// them), plus system:authenticated, which every authenticated identity carries.
+func (t *Team) ActingGroups() []string {
+	var groups []string
+	for _, g := range t.Spec.Contributors {
+		if WhyNeverBound(g) == "" {
+			groups = append(groups, g)
+		}
+	}
+	sort.Strings(groups)
+	return append(groups, "system:authenticated")
 }

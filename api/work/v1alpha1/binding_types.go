@@ -274,6 +274,13 @@ type ResourceBindingSpec struct {
 	// driftCorrection from the policy: what happens when a member object is changed by hand.
 	// +optional
 	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
+
+	// dependsOn from the policy, each with its namespace filled in: the templates that must
+	// run Healthy in a cluster before this one is first applied there.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	DependsOn []policyv1alpha1.DependencySelector `json:"dependsOn,omitempty"`
 }
 
 // Suspension says where Flotilla's writes are suspended.
@@ -408,6 +415,14 @@ type ClusterStatus struct {
 	// suspended: Flotilla's writes to this cluster are suspended.
 	// +optional
 	Suspended bool `json:"suspended,omitempty"`
+	// waitingFor names the dependencies (spec.dependsOn) the template waits for before it is
+	// first applied in this cluster, and why; empty once they run healthy or it runs there.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	WaitingFor string `json:"waitingFor,omitempty"`
+	// waitingSince is when the template began waiting for waitingFor in this cluster.
+	// +optional
+	WaitingSince *metav1.Time `json:"waitingSince,omitempty"`
 	// lost: the cluster is not Ready; a Duplicated workload stays placed there and counts as
 	// lost until the cluster returns.
 	// +optional

@@ -128,6 +128,10 @@ func (in *ClusterStatus) DeepCopyInto(out *ClusterStatus) {
 		in, out := &in.DegradedSince, &out.DegradedSince
 		*out = (*in).DeepCopy()
 	}
+	if in.WaitingSince != nil {
+		in, out := &in.WaitingSince, &out.WaitingSince
+		*out = (*in).DeepCopy()
+	}
 	if in.Drift != nil {
 		in, out := &in.Drift, &out.Drift
 		*out = new(DriftStatus)
@@ -428,6 +432,13 @@ func (in *ResourceBindingSpec) DeepCopyInto(out *ResourceBindingSpec) {
 		in, out := &in.DriftCorrection, &out.DriftCorrection
 		*out = new(DriftCorrection)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.DependsOn != nil {
+		in, out := &in.DependsOn, &out.DependsOn
+		*out = make([]policyv1alpha1.DependencySelector, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
 	}
 }
 

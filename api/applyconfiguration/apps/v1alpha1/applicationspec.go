@@ -13,6 +13,14 @@ type ApplicationSpecApplyConfiguration struct {
 	Source *ApplicationSourceApplyConfiguration `json:"source,omitempty"`
 	// suspend stops fetching, applying and pruning; what is in force stays.
 	Suspend *bool `json:"suspend,omitempty"`
+	// dependsOn names the Applications this one needs running first: in each cluster, the
+	// application's templates are first applied only once every template of each dependency
+	// runs there Healthy at its current revision, and a release of them advances there only
+	// then. A dependency not placed in a cluster holds the application in that cluster alone.
+	// Another namespace counts only where the namespace's Team may read it (its contributors
+	// may get ResourceBindings there); otherwise the application waits, told the dependency is
+	// not found or not readable. A cycle is reported in the DependenciesReady condition.
+	DependsOn []ApplicationDependencyApplyConfiguration `json:"dependsOn,omitempty"`
 }
 
 // ApplicationSpecApplyConfiguration constructs a declarative configuration of the ApplicationSpec type for use with
@@ -42,5 +50,18 @@ func (b *ApplicationSpecApplyConfiguration) WithSource(value *ApplicationSourceA
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *ApplicationSpecApplyConfiguration) WithSuspend(value bool) *ApplicationSpecApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithDependsOn adds the given value to the DependsOn field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the DependsOn field.
+func (b *ApplicationSpecApplyConfiguration) WithDependsOn(values ...*ApplicationDependencyApplyConfiguration) *ApplicationSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDependsOn")
+		}
+		b.DependsOn = append(b.DependsOn, *values[i])
+	}
 	return b
 }

@@ -40,6 +40,11 @@ type PropagationSpecApplyConfiguration struct {
 	// driftCorrection says what happens when a member object is changed by hand: Correct (the
 	// default) puts it back, Report only says so; ignoreFields are never drift.
 	DriftCorrection *DriftCorrectionApplyConfiguration `json:"driftCorrection,omitempty"`
+	// dependsOn selects the templates the selected templates need running first: in each
+	// cluster, a selected template is first applied only once every dependency runs there
+	// Healthy at its current revision (a dependency not placed there holds it there alone),
+	// and a release of it advances there only then. A cycle is reported on the bindings.
+	DependsOn []DependencySelectorApplyConfiguration `json:"dependsOn,omitempty"`
 }
 
 // PropagationSpecApplyConfiguration constructs a declarative configuration of the PropagationSpec type for use with
@@ -130,5 +135,18 @@ func (b *PropagationSpecApplyConfiguration) WithFailover(value *FailoverBehavior
 // If called multiple times, the DriftCorrection field is set to the value of the last call.
 func (b *PropagationSpecApplyConfiguration) WithDriftCorrection(value *DriftCorrectionApplyConfiguration) *PropagationSpecApplyConfiguration {
 	b.DriftCorrection = value
+	return b
+}
+
+// WithDependsOn adds the given value to the DependsOn field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the DependsOn field.
+func (b *PropagationSpecApplyConfiguration) WithDependsOn(values ...*DependencySelectorApplyConfiguration) *PropagationSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDependsOn")
+		}
+		b.DependsOn = append(b.DependsOn, *values[i])
+	}
 	return b
 }

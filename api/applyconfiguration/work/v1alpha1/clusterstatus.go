@@ -35,6 +35,11 @@ type ClusterStatusApplyConfiguration struct {
 	DegradedSince *v1.MicroTime `json:"degradedSince,omitempty"`
 	// suspended: Flotilla's writes to this cluster are suspended.
 	Suspended *bool `json:"suspended,omitempty"`
+	// waitingFor names the dependencies (spec.dependsOn) the template waits for before it is
+	// first applied in this cluster, and why; empty once they run healthy or it runs there.
+	WaitingFor *string `json:"waitingFor,omitempty"`
+	// waitingSince is when the template began waiting for waitingFor in this cluster.
+	WaitingSince *v1.Time `json:"waitingSince,omitempty"`
 	// lost: the cluster is not Ready; a Duplicated workload stays placed there and counts as
 	// lost until the cluster returns.
 	Lost *bool `json:"lost,omitempty"`
@@ -126,6 +131,22 @@ func (b *ClusterStatusApplyConfiguration) WithDegradedSince(value v1.MicroTime) 
 // If called multiple times, the Suspended field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithSuspended(value bool) *ClusterStatusApplyConfiguration {
 	b.Suspended = &value
+	return b
+}
+
+// WithWaitingFor sets the WaitingFor field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WaitingFor field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithWaitingFor(value string) *ClusterStatusApplyConfiguration {
+	b.WaitingFor = &value
+	return b
+}
+
+// WithWaitingSince sets the WaitingSince field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WaitingSince field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithWaitingSince(value v1.Time) *ClusterStatusApplyConfiguration {
+	b.WaitingSince = &value
 	return b
 }
 

@@ -2,6 +2,10 @@
 
 package v1alpha1
 
+import (
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/applyconfiguration/policy/v1alpha1"
+)
+
 // ResourceBindingSpecApplyConfiguration represents a declarative configuration of the ResourceBindingSpec type for use
 // with apply.
 //
@@ -64,6 +68,9 @@ type ResourceBindingSpecApplyConfiguration struct {
 	UnmanagedClusters []string `json:"unmanagedClusters,omitempty"`
 	// driftCorrection from the policy: what happens when a member object is changed by hand.
 	DriftCorrection *DriftCorrectionApplyConfiguration `json:"driftCorrection,omitempty"`
+	// dependsOn from the policy, each with its namespace filled in: the templates that must
+	// run Healthy in a cluster before this one is first applied there.
+	DependsOn []policyv1alpha1.DependencySelectorApplyConfiguration `json:"dependsOn,omitempty"`
 }
 
 // ResourceBindingSpecApplyConfiguration constructs a declarative configuration of the ResourceBindingSpec type for use with
@@ -214,5 +221,18 @@ func (b *ResourceBindingSpecApplyConfiguration) WithUnmanagedClusters(values ...
 // If called multiple times, the DriftCorrection field is set to the value of the last call.
 func (b *ResourceBindingSpecApplyConfiguration) WithDriftCorrection(value *DriftCorrectionApplyConfiguration) *ResourceBindingSpecApplyConfiguration {
 	b.DriftCorrection = value
+	return b
+}
+
+// WithDependsOn adds the given value to the DependsOn field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the DependsOn field.
+func (b *ResourceBindingSpecApplyConfiguration) WithDependsOn(values ...*policyv1alpha1.DependencySelectorApplyConfiguration) *ResourceBindingSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDependsOn")
+		}
+		b.DependsOn = append(b.DependsOn, *values[i])
+	}
 	return b
 }
