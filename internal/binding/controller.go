@@ -59,6 +59,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/dependency"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/names"
@@ -144,6 +145,9 @@ type Controller struct {
 	Clock clock.PassiveClock
 	// Board receives every status worked out, written or not yet; nil keeps none.
 	Board *statusboard.Board
+
+	depsOnce sync.Once
+	deps     *dependency.Reader
 }
 
 // SetupWithManager registers the controller.
@@ -168,6 +172,15 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	for _, obj := range []client.Object{&workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}} {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, dependsOnIndex, dependsOnNamespaces); err != nil {
+			return err
+		}
+	}
+	if c.Board != nil {
+		// A dependency's step changing (healthy in a cluster) frees its held dependents at once.
+		b = b.WatchesRawSource(c.Board.Source(c.dependents))
 	}
 	return b.
 		For(&workv1alpha1.ResourceBinding{}).
@@ -265,6 +278,11 @@ type pass struct {
 	replicasErr error
 	// existing are the Works of the clusters the binding still targets, by cluster.
 	existing map[string]*workv1alpha1.Work
+	// held are the clusters whose first Work waits for dependencies, with what they wait for;
+	// deps and cycle are the dependencies resolved and the cycle found, once per pass.
+	held  map[string]string
+	deps  *[]dependency.Dep
+	cycle *string
 }
 
 // written is what writing the Works came to.
@@ -311,6 +329,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	wait, err := c.report(ctx, p, out.renderErrors)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(p.held) > 0 {
+		wait = min(max(wait, 0), heldRecheck)
+		if wait == 0 {
+			wait = heldRecheck
+		}
 	}
 	if wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
@@ -369,7 +393,7 @@ func (c *Controller) load(ctx context.Context, req ctrl.Request) (*pass, ctrl.Re
 	}
 	bs := b.BindingSpec()
 	gvk := schema.FromAPIVersionAndKind(bs.Resource.APIVersion, bs.Resource.Kind)
-	p := &pass{b: b, bs: bs, tmpl: tmpl, works: works, in: c.Interpreters.For(gvk)}
+	p := &pass{b: b, bs: bs, tmpl: tmpl, works: works, in: c.Interpreters.For(gvk), held: map[string]string{}}
 	_, p.hasReplicas, p.replicasErr = p.in.GetReplicas(tmpl)
 	return p, ctrl.Result{}, nil
 }

@@ -51,7 +51,7 @@ func (c *Controller) report(ctx context.Context, p *pass, renderErrors map[strin
 	if err != nil {
 		return 0, err
 	}
-	return c.aggregate(ctx, p.b, p.tmpl, p.in, ro, p.existing, renderErrors, interpretErrors)
+	return c.aggregate(ctx, p.b, p.tmpl, p.in, ro, p.existing, renderErrors, interpretErrors, p.held)
 }
 
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
@@ -64,17 +64,18 @@ type gathered struct {
 	// members are the clusters' object statuses, for the interpreter to aggregate.
 	members []interpret.MemberStatus
 	// problems are why clusters are not applied; interpretErrors what the interpreter failed
-	// at; drifted the Drifted=True messages of the Works (driftCorrection mode Report).
-	problems, interpretErrors, drifted []string
+	// at; drifted the Drifted=True messages of the Works (driftCorrection mode Report);
+	// waiting what held clusters wait for.
+	problems, interpretErrors, drifted, waiting []string
 }
 
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
-func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string) (time.Duration, error) {
+func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string, held map[string]string) (time.Duration, error) {
 	bs := b.BindingSpec()
 	if _, decided := workv1alpha1.ScheduleOf(b); !decided && len(bs.Clusters) == 0 {
 		return 0, nil // the scheduler has not decided yet: nothing to report, no write
 	}
-	g := c.gather(ctx, b, ro, works, renderErrors)
+	g := c.gather(ctx, b, ro, works, renderErrors, held)
 	g.interpretErrors = append(interpretErrors, g.interpretErrors...)
 	status := b.BindingStatus().DeepCopy()
 	status.ObservedGeneration = b.GetGeneration()
@@ -112,7 +113,7 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 }
 
 // gather reads each target cluster's status from its Work, in cluster order.
-func (c *Controller) gather(ctx context.Context, b workv1alpha1.Binding, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string) gathered {
+func (c *Controller) gather(ctx context.Context, b workv1alpha1.Binding, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, held map[string]string) gathered {
 	bs := b.BindingSpec()
 	g := gathered{overall: workv1alpha1.HealthHealthy, allApplied: len(bs.Clusters) > 0}
 	for _, t := range bs.Clusters {
@@ -131,6 +132,9 @@ func (c *Controller) gather(ctx context.Context, b workv1alpha1.Binding, ro temp
 		if msg, bad := renderErrors[t.Name]; bad {
 			cs.Applied, cs.Message = false, msg
 			g.problems = append(g.problems, msg)
+		} else if why, waits := held[t.Name]; waits {
+			withWait(b, &cs, why, c.now())
+			g.waiting = append(g.waiting, t.Name+": "+why)
 		}
 		if !cs.Applied {
 			g.allApplied = false
@@ -213,6 +217,8 @@ func (c *Controller) setConditions(b workv1alpha1.Binding, status *workv1alpha1.
 		applied.Status, applied.Reason, applied.Message = metav1.ConditionFalse, "NotApplied", "waiting for the members"
 		if len(g.problems) > 0 {
 			applied.Reason, applied.Message = "ApplyFailed", fmt.Sprint(g.problems)
+		} else if len(g.waiting) > 0 {
+			applied.Reason, applied.Message = ReasonWaitingForDependencies, truncateMessage("waiting for dependencies: "+strings.Join(g.waiting, "; "))
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, applied)

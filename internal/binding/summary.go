@@ -7,6 +7,9 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 )
 
+// ReasonWaitingForDependencies: a cluster's first Work waits for the template's dependencies.
+const ReasonWaitingForDependencies = "WaitingForDependencies"
+
 // summarize sets a binding's Ready, Reconciling and Stalled conditions from the conditions
 // it has (the kstatus contract): Ready when applied and healthy everywhere it is placed,
 // Stalled when a customization fails (someone must fix it), Reconciling otherwise (applying,
@@ -25,6 +28,9 @@ func summarize(status *workv1alpha1.ResourceBindingStatus, placed bool, generati
 		s.Progressing(workv1alpha1.ReasonNotScheduled, msg)
 	case applied != nil && applied.Status == metav1.ConditionFalse && applied.Reason == "ApplyFailed":
 		s.Progressing(workv1alpha1.ReasonApplyFailed, applied.Message)
+	case applied != nil && applied.Status == metav1.ConditionFalse && applied.Reason == ReasonWaitingForDependencies:
+		// A verdict, not progress: written at once, so users see what it waits for.
+		s.Progressing(ReasonWaitingForDependencies, applied.Message)
 	case applied == nil || applied.Status != metav1.ConditionTrue:
 		s.Progressing(workv1alpha1.ReasonProgressing, "waiting for the members to apply it")
 	case healthy != nil && healthy.Reason == string(workv1alpha1.HealthDegraded):

@@ -239,7 +239,7 @@ func (c *Controller) writeWorks(ctx context.Context, p *pass) (written, error) {
 }
 
 // writeClusterWork writes one cluster's Work: suspended, not reached yet by a staged first
-// release, or rendered from the revision the cluster runs (and its canary's) with the
+// release, held for its dependencies (first Work only), or rendered from the revision the cluster runs (and its canary's) with the
 // cluster's overrides and routes. It reports whether it wrote.
 func (c *Controller) writeClusterWork(ctx context.Context, p *pass, t workv1alpha1.TargetCluster, rules []namedRule, routed []trafficSource,
 	revisions map[int64]*unstructured.Unstructured, out *written) (bool, error) {
@@ -275,6 +275,15 @@ func (c *Controller) writeClusterWork(ctx context.Context, p *pass, t workv1alph
 		}
 		delete(p.existing, t.Name)
 		return false, err
+	}
+	if existing == nil && !c.ranThere(p.b, t.Name) {
+		why, err := c.waitsFor(ctx, p, t.Name)
+		if why != "" {
+			p.held[t.Name] = why
+		}
+		if err != nil || why != "" {
+			return false, err
+		}
 	}
 	source, rev, err := c.sourceFor(ctx, p.b, p.tmpl, t.Name, revisions)
 	if err != nil {

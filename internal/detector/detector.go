@@ -365,6 +365,7 @@ func (d *Detector) Reconcile(ctx context.Context, key TemplateKey) (reconcile.Re
 		PropagateDeps:      best.spec.PropagateDeps,
 		Group:              group,
 		DriftCorrection:    driftCorrection(best.spec.DriftCorrection),
+		DependsOn:          dependsOn(best.spec.DependsOn, tmpl.GetNamespace()),
 	}
 	d.warnIgnoredNothing(best.ref, best.spec.DriftCorrection, tmpl)
 	// The user's switches, from the template: the detector is their only writer here.
@@ -428,6 +429,20 @@ func driftCorrection(d *policyv1alpha1.DriftCorrection) *workv1alpha1.DriftCorre
 	if d != nil {
 		out.Mode = string(orDefault(d.Mode, policyv1alpha1.DriftCorrect))
 		out.IgnoreFields = append([]string(nil), d.IgnoreFields...)
+	}
+	return out
+}
+
+// dependsOn is the policy's dependsOn with each namespace filled in (the template's own when
+// unset), so the binding says exactly where its dependencies are.
+func dependsOn(deps []policyv1alpha1.DependencySelector, namespace string) []policyv1alpha1.DependencySelector {
+	var out []policyv1alpha1.DependencySelector
+	for _, d := range deps {
+		d = *d.DeepCopy()
+		if d.Namespace == "" {
+			d.Namespace = namespace
+		}
+		out = append(out, d)
 	}
 	return out
 }

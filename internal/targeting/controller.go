@@ -107,7 +107,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // placementInputsChanged passes the Application updates placement depends on: its labels,
-// and the kinds of templates it produced; a new commit in status alone changes nothing here.
+// its dependsOn (carried by the generated policy) and the kinds of templates it produced; a
+// new commit in status alone changes nothing here.
 func placementInputsChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldApp, ok1 := e.ObjectOld.(*appsv1alpha1.Application)
@@ -116,6 +117,7 @@ func placementInputsChanged() predicate.Funcs {
 			return true
 		}
 		return !reflect.DeepEqual(oldApp.Labels, newApp.Labels) || !reflect.DeepEqual(oldApp.Status.Objects, newApp.Status.Objects) ||
+			!reflect.DeepEqual(oldApp.Spec.DependsOn, newApp.Spec.DependsOn) ||
 			oldApp.DeletionTimestamp.IsZero() != newApp.DeletionTimestamp.IsZero() || oldApp.UID != newApp.UID
 	}}
 }

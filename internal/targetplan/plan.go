@@ -131,6 +131,7 @@ func PlanFor(ctx context.Context, r client.Reader, app *appsv1alpha1.Application
 		},
 		Rollout:        first(targets, func(s *appsv1alpha1.TargetSpec) *policyv1alpha1.RolloutStrategy { return s.Rollout }),
 		DeletionPolicy: first(targets, func(s *appsv1alpha1.TargetSpec) policyv1alpha1.DeletionPolicy { return s.DeletionPolicy }),
+		DependsOn:      DependsOn(app),
 	}
 	if platform {
 		// Trust follows the writer: a team's rollout copied into the platform's policy keeps
@@ -356,4 +357,18 @@ func affinity(ts []target, clusters []string) *policyv1alpha1.ClusterAffinity {
 		return &policyv1alpha1.ClusterAffinity{LabelSelector: ts[0].spec.ClusterSelector.DeepCopy()}
 	}
 	return &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}
+}
+
+// DependsOn is the Application's dependsOn as the generated policy carries it: each an
+// Application selected by name, in its namespace (the Application's own when unset).
+func DependsOn(app *appsv1alpha1.Application) []policyv1alpha1.DependencySelector {
+	var out []policyv1alpha1.DependencySelector
+	for _, d := range app.Spec.DependsOn {
+		ns := d.Namespace
+		if ns == "" {
+			ns = app.Namespace
+		}
+		out = append(out, policyv1alpha1.DependencySelector{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "Application", Name: d.Name, Namespace: ns})
+	}
+	return out
 }
