@@ -49,7 +49,7 @@ func newAppCommand(g *globals) *cobra.Command {
 	var (
 		repo, revision, path, secret, description, file string
 		interval                                        time.Duration
-		labelList                                       []string
+		labelList, dependsOn                            []string
 	)
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -62,6 +62,13 @@ func newAppCommand(g *globals) *cobra.Command {
 			}
 			app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: g.namespace(), Name: args[0], Labels: lbls}}
 			app.Spec.Description = description
+			for _, d := range dependsOn {
+				ns, name, found := strings.Cut(d, "/")
+				if !found {
+					ns, name = "", d
+				}
+				app.Spec.DependsOn = append(app.Spec.DependsOn, appsv1alpha1.ApplicationDependency{Namespace: ns, Name: name})
+			}
 			switch {
 			case repo != "" && file != "":
 				return fmt.Errorf("--repo and -f: give one source")
@@ -101,6 +108,7 @@ func newAppCommand(g *globals) *cobra.Command {
 	create.Flags().StringVarP(&file, "filename", "f", "", "a YAML file of manifests to carry inline")
 	create.Flags().StringVar(&description, "description", "", "what the application is")
 	create.Flags().StringSliceVarP(&labelList, "label", "l", nil, "label of the application (its metadata), key=value, repeatable")
+	create.Flags().StringSliceVar(&dependsOn, "depends-on", nil, "Applications that must run healthy in a cluster before this one starts there, NAME or NAMESPACE/NAME, repeatable")
 
 	glf := newGetFlags()
 	list := &cobra.Command{

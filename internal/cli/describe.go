@@ -13,10 +13,12 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/execute"
@@ -128,6 +130,9 @@ func describeBinding(ctx context.Context, c client.Client, out io.Writer, bindin
 	if b.Spec.Group != "" {
 		fmt.Fprintf(out, "Group:      %s (scheduled together)\n", b.Spec.Group)
 	}
+	if deps := dependsOnNames(b.Spec.DependsOn); deps != "" {
+		fmt.Fprintf(out, "Depends on: %s\n", deps)
+	}
 	status := map[string]workv1alpha1.ClusterStatus{}
 	for _, s := range b.Status.Clusters {
 		status[s.Cluster] = s
@@ -184,6 +189,12 @@ func describeBinding(ctx context.Context, c client.Client, out io.Writer, bindin
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, s := range b.Status.Clusters {
+		if s.WaitingFor != "" && s.WaitingSince != nil {
+			fmt.Fprintf(out, "Waiting in %s since %s (%s) for: %s\n", s.Cluster, s.WaitingSince.UTC().Format(time.RFC3339),
+				time.Since(s.WaitingSince.Time).Round(time.Second), s.WaitingFor)
+		}
+	}
 	if s := b.Spec.Suspend; s != nil && s.Dispatching {
 		fmt.Fprintln(out, "\nSuspended:  every cluster (flotilla unsuspend to resume)")
 	}
@@ -195,6 +206,20 @@ func describeBinding(ctx context.Context, c client.Client, out io.Writer, bindin
 	}
 	describeDrift(out, b.Spec, b.Status)
 	return nil
+}
+
+// dependsOnNames lists a binding's dependencies as the user named them.
+func dependsOnNames(deps []policyv1alpha1.DependencySelector) string {
+	var out []string
+	for _, d := range deps {
+		ref := d.Name
+		if d.Name == "" {
+			sel, _ := metav1.LabelSelectorAsSelector(d.LabelSelector.AsMetav1())
+			ref = "{" + sel.String() + "}"
+		}
+		out = append(out, fmt.Sprintf("%s %s/%s", d.Kind, d.Namespace, ref))
+	}
+	return strings.Join(out, ", ")
 }
 
 // describeDrift shows the drift mode and, per cluster, what was changed by hand: put back

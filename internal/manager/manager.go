@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/flotilla-dev/flotilla/internal/appdeps"
 	"github.com/flotilla-dev/flotilla/internal/application"
 	"github.com/flotilla-dev/flotilla/internal/appsource"
 	"github.com/flotilla-dev/flotilla/internal/customization"
@@ -359,6 +360,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := (&targeting.Controller{Client: mgr.GetClient(), Recorder: recorder("flotilla-targeting")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the targeting controller: %w", err)
+	}
+	if err := (&appdeps.Controller{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the application dependencies controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

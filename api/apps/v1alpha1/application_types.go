@@ -233,6 +233,7 @@ type ApplicationStatus struct {
 // +kubebuilder:printcolumn:name="Repo",type=string,JSONPath=`.spec.source.git.repoURL`,priority=1
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.source.git.revision`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Dependencies",type=string,JSONPath=`.status.conditions[?(@.type=="DependenciesReady")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.dependsOn) || !self.spec.dependsOn.exists(d, d.name == self.metadata.name && !has(d.namespace))",message="spec.dependsOn: an Application may not depend on itself; name another Application"
 type Application struct {
