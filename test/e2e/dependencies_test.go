@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+)
+
+// stackApp is an inline Application of one Deployment named like it, labelled stack=shop.
+func stackApp(ns, name string, dependsOn ...string) *appsv1alpha1.Application {
+	deployment := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":%[1]q},"spec":{"replicas":1,`+
+		`"selector":{"matchLabels":{"app":%[1]q}},"template":{"metadata":{"labels":{"app":%[1]q}},`+
+		`"spec":{"containers":[{"name":%[1]q,"image":"registry.example/%[1]s:1"}]}}}}`, name)
+	app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"stack": "shop"}},
+		Spec: appsv1alpha1.ApplicationSpec{Source: appsv1alpha1.ApplicationSource{Inline: &appsv1alpha1.InlineSource{Manifests: []appsv1alpha1.Manifest{
+			{RawExtension: runtime.RawExtension{Raw: []byte(deployment)}}}}}}}
+	for _, d := range dependsOn {
+		app.Spec.DependsOn = append(app.Spec.DependsOn, appsv1alpha1.ApplicationDependency{Name: d})
+	}
+	return app
+}
+
+// clusterWait is what a binding's status says a cluster waits for.
+func clusterWait(ns, binding, cluster string) (string, *metav1.Time) {
+	b := &workv1alpha1.ResourceBinding{}
+	if cp.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: binding}, b) != nil {
+		return "", nil
+	}
+	for _, cs := range b.Status.Clusters {
+		if cs.Cluster == cluster {
+			return cs.WaitingFor, cs.WaitingSince
+		}
+	}
+	return "", nil
+}
+
+func dependencyCondition(ns, name, condType string) metav1.Condition {
+	app := &appsv1alpha1.Application{}
+	if cp.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, app) != nil {
+		return metav1.Condition{}
+	}
+	if c := meta.FindStatusCondition(app.Status.Conditions, condType); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// Given a database Application and an API Application that depends on it, both placed on east,
+// west and europe, and the database unable to become available in europe (an override makes its
+// pods select no node there), when both are applied, then the API runs in east and west and
+// waits in europe, saying for what and since when (binding, Application condition, describe,
+// app list); once the database is healthy in europe, the API follows there. Bad input is
+// refused naming the field, and a cycle is reported naming it.
+func TestApplicationWaitsForItsDependencyPerCluster(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	ns := "deps"
+	ensureNamespace(t, cp, ns)
+	createTeam(t, g, ns, "--contributor", "deps-devs")
+	admin := fleet.Kubeconfig("")
+	everywhere := &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-everywhere"}, Spec: appsv1alpha1.TargetSpec{
+		AppSelector:     policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"stack": "shop"}},
+		ClusterSelector: policyv1alpha1.LabelSelector{MatchExpressions: []policyv1alpha1.LabelSelectorRequirement{{Key: "region", Operator: "Exists"}}},
+	}}
+	unavailableInEurope := &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-unavailable-in-europe"}, Spec: policyv1alpha1.OverrideSpec{
+		ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "db"}},
+		OverrideRules: []policyv1alpha1.OverrideRule{{TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"europe"}},
+			Overriders: policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/spec/template/spec/nodeSelector",
+				Operator: policyv1alpha1.OverrideAdd, Value: &policyv1alpha1.JSON{Raw: []byte(`{"flotilla.dev/no-such-node":"true"}`)}}}}}},
+	}}
+	createAll(t, g, unavailableInEurope, everywhere)
+	start := time.Now()
+	createAll(t, g, stackApp(ns, "db"), stackApp(ns, "api", "db"))
+
+	// Then the API runs where the database is healthy...
+	g.Eventually(func() []int32 {
+		return []int32{memberReplicas(t, "east", ns, "api"), memberReplicas(t, "west", ns, "api")}
+	}).WithTimeout(3*time.Minute).Should(gomega.Equal([]int32{1, 1}), "the API runs in east and west: %s", statusOfAll(ns))
+	t.Logf("the API ran in east and west %.1fs after both were applied", time.Since(start).Seconds())
+	// ...and waits in europe, where the database runs but is not available, saying why.
+	g.Eventually(func() string { w, _ := clusterWait(ns, "api-deployment", "europe"); return w }).
+		Should(gomega.Equal("Application deps/db is Progressing in cluster europe"), statusOfAll(ns))
+	_, since := clusterWait(ns, "api-deployment", "europe")
+	g.Expect(since).NotTo(gomega.BeNil())
+	g.Expect(memberReplicas(t, "europe", ns, "db")).To(gomega.Equal(int32(1)), "the database is applied in europe")
+	g.Consistently(func() int32 { return memberReplicas(t, "europe", ns, "api") }).WithTimeout(5*time.Second).Should(gomega.Equal(int32(-1)),
+		"nothing of the API reaches europe while the database is not healthy there")
+	w, _ := clusterWait(ns, "api-deployment", "east")
+	g.Expect(w).To(gomega.BeEmpty(), "east waits for nothing")
+	g.Eventually(func() string {
+		c := dependencyCondition(ns, "api", appsv1alpha1.ConditionDependenciesReady)
+		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+	}).Should(gomega.And(gomega.HavePrefix("False/WaitingForDependencies: europe: waits since "),
+		gomega.HaveSuffix("for Application deps/db is Progressing in cluster europe")))
+	out, err := flotilla("describe", "deployment/api", "-n", ns, "--kubeconfig", admin)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.And(gomega.ContainSubstring("Depends on: Application deps/db"),
+		gomega.ContainSubstring("Waiting in europe since "+since.UTC().Format(time.RFC3339))))
+	t.Logf("flotilla describe deployment/api:\n%s", out)
+	out, err = flotilla("app", "list", "-n", ns, "-o", "wide", "--kubeconfig", admin)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("europe: waits since"))
+	t.Logf("flotilla app list -o wide:\n%s", out)
+
+	// When the database turns healthy in europe, the API follows there.
+	healed := time.Now()
+	g.Expect(cp.Delete(ctx, unavailableInEurope)).To(gomega.Succeed())
+	g.Eventually(func() int32 { return memberReplicas(t, "europe", ns, "api") }).WithTimeout(2*time.Minute).Should(gomega.Equal(int32(1)), statusOfAll(ns))
+	t.Logf("the API ran in europe %.1fs after the database's override went (waited %.0fs in all)", time.Since(healed).Seconds(), time.Since(since.Time).Seconds())
+	g.Eventually(func() string { w, _ := clusterWait(ns, "api-deployment", "europe"); return w }).Should(gomega.BeEmpty())
+	g.Eventually(func() string {
+		c := dependencyCondition(ns, "api", appsv1alpha1.ConditionDependenciesReady)
+		return string(c.Status) + "/" + c.Reason
+	}).Should(gomega.Equal("True/DependenciesReady"))
+
+	// Bad input is refused naming the field; a cycle is reported naming it.
+	self := stackApp(ns, "loop", "loop")
+	g.Expect(errString(cp.Create(ctx, self))).To(gomega.ContainSubstring("spec.dependsOn: an Application may not depend on itself"))
+	tooMany := stackApp(ns, "many")
+	for i := range 33 {
+		tooMany.Spec.DependsOn = append(tooMany.Spec.DependsOn, appsv1alpha1.ApplicationDependency{Name: fmt.Sprintf("d%d", i)})
+	}
+	g.Expect(errString(cp.Create(ctx, tooMany))).To(gomega.ContainSubstring("spec.dependsOn: Too many"))
+	empty := stackApp(ns, "empty", "")
+	g.Expect(errString(cp.Create(ctx, empty))).To(gomega.ContainSubstring("spec.dependsOn[0].name"))
+	cycA, cycB := stackApp(ns, "cyc-a", "cyc-b"), stackApp(ns, "cyc-b", "cyc-a")
+	cycA.Labels, cycB.Labels = nil, nil // not placed: the cycle is reported all the same
+	createAll(t, g, cycA, cycB)
+	g.Eventually(func() string {
+		c := dependencyCondition(ns, "cyc-a", appsv1alpha1.ConditionDependenciesReady)
+		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+	}).Should(gomega.HavePrefix("False/DependencyCycle: dependency cycle: deps/cyc-a -> deps/cyc-b -> deps/cyc-a"))
+}
