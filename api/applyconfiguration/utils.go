@@ -208,8 +208,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationrolloutv1alpha1.ArgumentApplyConfiguration{}
 	case rolloutv1alpha1.SchemeGroupVersion.WithKind("BindingReference"):
 		return &applyconfigurationrolloutv1alpha1.BindingReferenceApplyConfiguration{}
+	case rolloutv1alpha1.SchemeGroupVersion.WithKind("ChangeWindow"):
+		return &applyconfigurationrolloutv1alpha1.ChangeWindowApplyConfiguration{}
+	case rolloutv1alpha1.SchemeGroupVersion.WithKind("ChangeWindowSpec"):
+		return &applyconfigurationrolloutv1alpha1.ChangeWindowSpecApplyConfiguration{}
 	case rolloutv1alpha1.SchemeGroupVersion.WithKind("ClusterAnalysisTemplate"):
 		return &applyconfigurationrolloutv1alpha1.ClusterAnalysisTemplateApplyConfiguration{}
+	case rolloutv1alpha1.SchemeGroupVersion.WithKind("ClusterChangeWindow"):
+		return &applyconfigurationrolloutv1alpha1.ClusterChangeWindowApplyConfiguration{}
 	case rolloutv1alpha1.SchemeGroupVersion.WithKind("ClusterRelease"):
 		return &applyconfigurationrolloutv1alpha1.ClusterReleaseApplyConfiguration{}
 	case rolloutv1alpha1.SchemeGroupVersion.WithKind("Comparison"):
@@ -246,6 +252,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationrolloutv1alpha1.WebMetricApplyConfiguration{}
 	case rolloutv1alpha1.SchemeGroupVersion.WithKind("WebMetricHeader"):
 		return &applyconfigurationrolloutv1alpha1.WebMetricHeaderApplyConfiguration{}
+	case rolloutv1alpha1.SchemeGroupVersion.WithKind("WindowOverride"):
+		return &applyconfigurationrolloutv1alpha1.WindowOverrideApplyConfiguration{}
 
 		// Group=tenancy.flotilla.dev, Version=v1alpha1
 	case tenancyv1alpha1.SchemeGroupVersion.WithKind("SecretReference"):

@@ -33,6 +33,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/analysis"
+	"github.com/flotilla-dev/flotilla/internal/changewindow"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/replicas"
 	"github.com/flotilla-dev/flotilla/internal/revision"
@@ -84,6 +85,11 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return releasesOf(b)
 	})
+	// A window opened, closed early or deleted frees or holds releases now, not at their
+	// next requeue.
+	inScope := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return releasesInScope(ctx, mgr.GetClient(), o)
+	})
 	bld := ctrl.NewControllerManagedBy(mgr).Named("release")
 	if c.Board != nil {
 		bld = bld.WatchesRawSource(c.Board.Source(releasesOf))
@@ -93,6 +99,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rolloutv1alpha1.AnalysisRun{}).
 		Watches(&workv1alpha1.ResourceBinding{}, toRelease).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, toRelease).
+		Watches(&rolloutv1alpha1.ChangeWindow{}, inScope).
+		Watches(&rolloutv1alpha1.ClusterChangeWindow{}, inScope).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(kube.RequeueConflicts(c))
 }
@@ -132,6 +140,8 @@ type step struct {
 	statusFresh bool
 	// active are the clusters the waves count: placed and not lost (see withoutLost).
 	active []string
+	// held are the clusters change windows hold now, with why (see windowHolds).
+	held map[string]changewindow.Hold
 }
 
 func (s *step) after(d time.Duration) {
@@ -294,6 +304,12 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if rel.Spec.Abort {
 		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
 	}
+	if err := c.windowHolds(ctx, s, placed); err != nil {
+		return err
+	}
+	if strings.HasPrefix(status.Message, heldMark+"wave ") {
+		status.Message = "" // the hold is said again below if it still holds
+	}
 	if held := c.checkStrategy(ctx, s, waves); held {
 		return nil
 	}
@@ -452,6 +468,16 @@ func (c *Controller) succeed(ctx context.Context, s *step) error {
 // revision healthy and for the gates, and says whether the wave is done.
 func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave, clusterStatus map[string]workv1alpha1.ClusterStatus) (bool, error) {
 	rel, ws := s.rel, &s.status.Waves[i]
+	if holds := s.heldIn(wave.Clusters); len(holds) > 0 && ws.StartedAt == nil && !rel.Spec.PromoteFull {
+		// Steps and blue-green move the whole wave together: none starts while a window holds
+		// one of its clusters. Otherwise the wave starts once one cluster is free to.
+		stepped := blueGreen(rel) || (wave.Spec != nil && len(wave.Spec.Steps) > 0)
+		if stepped || len(holds) == len(wave.Clusters) {
+			ws.Phase = rolloutv1alpha1.WavePending
+			s.holdWave(i, ws, "not started", holds)
+			return false, nil
+		}
+	}
 	if ws.StartedAt == nil {
 		ws.StartedAt = &metav1.MicroTime{Time: s.now}
 	}
@@ -480,7 +506,8 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	}
 	st := waveState{Name: wave.Name, Revision: rel.Spec.Revision, Clusters: wave.Clusters, Pinned: map[string]int64{},
 		Reported: clusterStatus, Batch: batch, Fresh: s.statusFresh, Now: s.now, StartedAt: ws.StartedAt.Time,
-		ProgressSince: microTime(ws.ProgressSince), HealthyAt: microTime(ws.HealthyAt), Deadline: progressDeadline(rel)}
+		ProgressSince: microTime(ws.ProgressSince), HealthyAt: microTime(ws.HealthyAt), Deadline: progressDeadline(rel),
+		Held: s.heldReasons()}
 	for _, cl := range wave.Clusters {
 		st.Pinned[cl] = s.pinnedTo(cl)
 	}
@@ -512,6 +539,9 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 		return false, c.failed(ctx, s, v.Fail)
 	case !v.Healthy:
 		ws.Phase, ws.HealthyAt, ws.Message = v.Phase, nil, v.Message
+		if holds := s.heldIn(wave.Clusters); len(holds) > 0 {
+			s.holdWave(i, ws, v.Message, holds)
+		}
 		s.after(v.After)
 		return false, nil
 	}
@@ -1017,10 +1047,23 @@ func (c *Controller) canarySteps(ctx context.Context, s *step, ws *rolloutv1alph
 				return false, nil
 			}
 		}
+		if k+1 < len(steps) && changesCanary(steps[k+1]) {
+			// The next step changes what runs: it waits for the windows (the one done is
+			// looked at again meanwhile, and passes again).
+			if holds := s.heldIn(wave.Clusters); len(holds) > 0 {
+				s.holdWave(int(s.status.CurrentWave), ws, revision.StepLabel(steps, k+1)+" not started", holds)
+				return false, nil
+			}
+		}
 		ws.CurrentStep++
 		ws.StepStartedAt = &metav1.MicroTime{Time: s.now}
 	}
 	return true, nil
+}
+
+// changesCanary says whether a step changes what runs or where requests go.
+func changesCanary(st policyv1alpha1.CanaryStep) bool {
+	return st.SetWeight != nil || st.SetCanaryScale != nil || st.SetHeaderRoute != nil
 }
 
 // setCanaries runs round(weight% of the wave's replicas) canary replicas of the release's

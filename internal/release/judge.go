@@ -22,6 +22,9 @@ type waveState struct {
 	Batch int
 	// Fresh: the binding's status was computed for its current pins; a stale one is not judged.
 	Fresh bool
+	// Held are clusters change windows hold, with why: they are not pinned, and the wave's
+	// progress deadline does not run for them.
+	Held map[string]string
 
 	Now           time.Time
 	StartedAt     time.Time
@@ -90,8 +93,13 @@ func judgeWave(st waveState) waveVerdict {
 			inFlight++
 		}
 	}
+	waitingForWindows := 0
 	for _, cl := range st.Clusters {
-		if pinned(cl) != st.Revision && inFlight < st.Batch {
+		held := st.Held[cl] != "" && pinned(cl) != st.Revision
+		if held {
+			waitingForWindows++
+		}
+		if pinned(cl) != st.Revision && inFlight < st.Batch && !held {
 			v.Pin = append(v.Pin, cl)
 			started[cl] = true
 			inFlight++
@@ -101,6 +109,8 @@ func judgeWave(st waveState) waveVerdict {
 		cs := st.Reported[cl]
 		cr := rolloutv1alpha1.ClusterRelease{Name: cl, Phase: rolloutv1alpha1.ClusterPending}
 		switch running := cs.Applied && cs.Revision == st.Revision; {
+		case held:
+			cr.Message = st.Held[cl]
 		case pinned(cl) != st.Revision && !started[cl]:
 			cr.Message = "waits for a free slot (maxUnavailable)"
 		case running && cs.Health == workv1alpha1.HealthHealthy:
@@ -129,6 +139,9 @@ func judgeWave(st waveState) waveVerdict {
 			since = *v.ProgressSince
 		} else if st.ProgressSince != nil {
 			since = *st.ProgressSince
+		}
+		if healthy+waitingForWindows == len(st.Clusters) && v.ProgressSince == nil {
+			return v // only windows hold the rest: no deadline runs for them
 		}
 		if left := st.Deadline - st.Now.Sub(since); left <= 0 {
 			v.Fail = fmt.Sprintf("wave %s: not healthy within the progress deadline %s", st.Name, st.Deadline)

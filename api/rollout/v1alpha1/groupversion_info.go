@@ -24,7 +24,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion,
 		&Release{}, &ReleaseList{},
 		&AnalysisTemplate{}, &AnalysisTemplateList{}, &ClusterAnalysisTemplate{}, &ClusterAnalysisTemplateList{},
-		&AnalysisRun{}, &AnalysisRunList{})
+		&AnalysisRun{}, &AnalysisRunList{},
+		&ChangeWindow{}, &ChangeWindowList{}, &ClusterChangeWindow{}, &ClusterChangeWindowList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -121,6 +121,12 @@ type ReleaseSpec struct {
 	// +optional
 	PromoteFull bool `json:"promoteFull,omitempty"`
 
+	// windowOverride passes the change windows that hold the release (those that allow
+	// overrides), for an emergency change; written by `flotilla release promote
+	// --override-window --reason TEXT` and recorded in history with who wrote it.
+	// +optional
+	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
+
 	// retry, when raised above status.observedRetry, restarts an aborted or rolled-back release
 	// from the wave that failed.
 	// +optional
@@ -240,6 +246,13 @@ type ReleaseStatus struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1000
 	UpdatedClusters []string `json:"updatedClusters,omitempty"`
+	// overriddenWindows are the change windows the release passed by spec.windowOverride:
+	// NAMESPACE/NAME of a ChangeWindow, NAME of a ClusterChangeWindow.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	OverriddenWindows []string `json:"overriddenWindows,omitempty"`
 	// backgroundAnalysisRun is the release-wide AnalysisRun.
 	// +optional
 	BackgroundAnalysisRun string `json:"backgroundAnalysisRun,omitempty"`

@@ -35,6 +35,10 @@ type ReleaseSpecApplyConfiguration struct {
 	// promoteFull updates every remaining cluster at once and skips every remaining gate; the
 	// release then succeeds when they all run the revision healthy.
 	PromoteFull *bool `json:"promoteFull,omitempty"`
+	// windowOverride passes the change windows that hold the release (those that allow
+	// overrides), for an emergency change; written by `flotilla release promote
+	// --override-window --reason TEXT` and recorded in history with who wrote it.
+	WindowOverride *WindowOverrideApplyConfiguration `json:"windowOverride,omitempty"`
 	// retry, when raised above status.observedRetry, restarts an aborted or rolled-back release
 	// from the wave that failed.
 	Retry *int32 `json:"retry,omitempty"`
@@ -123,6 +127,14 @@ func (b *ReleaseSpecApplyConfiguration) WithPromotedStep(value string) *ReleaseS
 // If called multiple times, the PromoteFull field is set to the value of the last call.
 func (b *ReleaseSpecApplyConfiguration) WithPromoteFull(value bool) *ReleaseSpecApplyConfiguration {
 	b.PromoteFull = &value
+	return b
+}
+
+// WithWindowOverride sets the WindowOverride field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WindowOverride field is set to the value of the last call.
+func (b *ReleaseSpecApplyConfiguration) WithWindowOverride(value *WindowOverrideApplyConfiguration) *ReleaseSpecApplyConfiguration {
+	b.WindowOverride = value
 	return b
 }
 

@@ -27,6 +27,9 @@ type ReleaseStatusApplyConfiguration struct {
 	// updatedClusters are the clusters this release moved to its revision: exactly those go
 	// back on abort or rollback.
 	UpdatedClusters []string `json:"updatedClusters,omitempty"`
+	// overriddenWindows are the change windows the release passed by spec.windowOverride:
+	// NAMESPACE/NAME of a ChangeWindow, NAME of a ClusterChangeWindow.
+	OverriddenWindows []string `json:"overriddenWindows,omitempty"`
 	// backgroundAnalysisRun is the release-wide AnalysisRun.
 	BackgroundAnalysisRun *string `json:"backgroundAnalysisRun,omitempty"`
 	// message says why the release is where it is.
@@ -88,6 +91,16 @@ func (b *ReleaseStatusApplyConfiguration) WithWaves(values ...*WaveStatusApplyCo
 func (b *ReleaseStatusApplyConfiguration) WithUpdatedClusters(values ...string) *ReleaseStatusApplyConfiguration {
 	for i := range values {
 		b.UpdatedClusters = append(b.UpdatedClusters, values[i])
+	}
+	return b
+}
+
+// WithOverriddenWindows adds the given value to the OverriddenWindows field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the OverriddenWindows field.
+func (b *ReleaseStatusApplyConfiguration) WithOverriddenWindows(values ...string) *ReleaseStatusApplyConfiguration {
+	for i := range values {
+		b.OverriddenWindows = append(b.OverriddenWindows, values[i])
 	}
 	return b
 }
