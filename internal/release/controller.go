@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +34,7 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/analysis"
-	"github.com/flotilla-dev/flotilla/internal/changewindow"
+	"github.com/flotilla-dev/flotilla/internal/dependency"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/replicas"
 	"github.com/flotilla-dev/flotilla/internal/revision"
@@ -59,6 +60,9 @@ type Controller struct {
 	// written every few seconds): waves move on as their clusters turn healthy. Nil reads the
 	// stored status.
 	Board *statusboard.Board
+
+	depsOnce sync.Once
+	deps     *dependency.Reader
 }
 
 // SetupWithManager registers the controller.
@@ -140,8 +144,9 @@ type step struct {
 	statusFresh bool
 	// active are the clusters the waves count: placed and not lost (see withoutLost).
 	active []string
-	// held are the clusters change windows hold now, with why (see windowHolds).
-	held map[string]changewindow.Hold
+	// held are the clusters change windows (see windowHolds) or the template's dependencies
+	// (see dependencyHolds) hold now, with why.
+	held map[string]fmt.Stringer
 }
 
 func (s *step) after(d time.Duration) {
@@ -305,6 +310,9 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		return c.rollback(ctx, s, rolloutv1alpha1.ReleaseAborted, "aborted by request")
 	}
 	if err := c.windowHolds(ctx, s, placed); err != nil {
+		return err
+	}
+	if err := c.dependencyHolds(ctx, s, placed); err != nil {
 		return err
 	}
 	if strings.HasPrefix(status.Message, heldMark+"wave ") {

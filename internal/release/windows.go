@@ -57,7 +57,7 @@ func (c *Controller) windowHolds(ctx context.Context, s *step, placed []clusterv
 			continue
 		}
 		if s.held == nil {
-			s.held = map[string]changewindow.Hold{}
+			s.held = map[string]fmt.Stringer{}
 		}
 		s.held[cl.Name] = hold
 		s.after(hold.Until.Sub(s.now) + time.Second)
