@@ -82,6 +82,11 @@ type Historian struct {
 
 	actorsMu sync.Mutex
 	unnamed  []unnamed // records whose users the audit stream has yet to deliver
+
+	// waited holds, per binding key and cluster, what a cluster's first Work waited for
+	// (its dependencies) and since when, until the record of its first apply names it. In
+	// memory only: after a restart that record says less, and nothing else changes.
+	waited sync.Map
 }
 
 // templateName is what records of a binding name: its template and application.
@@ -106,6 +111,12 @@ const auditWait = 15 * time.Second
 
 // maxUnnamed bounds the records waiting for their actor.
 const maxUnnamed = 100_000
+
+// dependencyWait is what a cluster's first Work waited for, and since when.
+type dependencyWait struct {
+	since time.Time
+	what  string
+}
 
 // seen is the last record of one template in one cluster.
 type seen struct {
@@ -251,6 +262,10 @@ type historyPass struct {
 // cluster records what changed in one cluster since the last record: a new revision, a later
 // outcome of the same one, or (without revisions) a template change applied as it is.
 func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
+	waitKey := client.ObjectKeyFromObject(p.b).String() + "/" + cs.Cluster
+	if cs.WaitingFor != "" && cs.WaitingSince != nil {
+		p.h.waited.Store(waitKey, dependencyWait{since: cs.WaitingSince.Time, what: cs.WaitingFor})
+	}
 	outcome := outcomeOf(cs)
 	if p.tracked && cs.Revision == 0 {
 		outcome = "" // a new render not yet observed in the member: nothing changed yet
@@ -283,6 +298,10 @@ func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
 	rec := p.h.record(p.b, cs.Cluster, from, cs.Revision, outcome, p.now)
 	rec.Message = cs.Message
 	rec.Cause, rec.CauseDetail = p.info.cause(cs.Cluster, from, cs.Revision, had, prev)
+	if v, ok := p.h.waited.LoadAndDelete(waitKey); ok {
+		w := v.(dependencyWait) // applied once its dependencies ran healthy
+		rec.CauseDetail += fmt.Sprintf("; first applied after waiting %s for its dependencies (%s)", p.now.Sub(w.since).Round(time.Second), w.what)
+	}
 	if !p.tracked && had && (changed || prev.cause == history.CauseApply && prev.to == cs.Revision) {
 		rec.Cause, rec.CauseDetail = history.CauseApply, "the template or an override changed; applied as it is (no rollout, so no revision)"
 		rec.ID = recordID(p.b, cs.Cluster, from, cs.Revision, outcome, render) // one change each, not one per generation
@@ -317,8 +336,8 @@ func (p *historyPass) removals() {
 // outcomeOf says what a cluster's status means for history; "" while nothing is applied yet.
 func outcomeOf(cs workv1alpha1.ClusterStatus) string {
 	switch {
-	case cs.Suspended:
-		return ""
+	case cs.Suspended, cs.WaitingFor != "":
+		return "" // nothing applied yet: it waits for its dependencies
 	case !cs.Applied && cs.Message != "":
 		return history.OutcomeFailed
 	case !cs.Applied:

@@ -7,24 +7,33 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 )
 
+// stackDeployment is a one-replica Deployment named like its image. It is recreated on a
+// change: with a surge, the old pod's availability would be read as the new one's (Flotilla's
+// Deployment health counts updated and available replicas, not old replicas still running).
+func stackDeployment(name string, version int) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":%[1]q},"spec":{"replicas":1,"strategy":{"type":"Recreate"},`+
+		`"selector":{"matchLabels":{"app":%[1]q}},"template":{"metadata":{"labels":{"app":%[1]q}},`+
+		`"spec":{"containers":[{"name":%[1]q,"image":"registry.example/%[1]s:%[2]d"}]}}}}`, name, version)
+}
+
 // stackApp is an inline Application of one Deployment named like it, labelled stack=shop.
 func stackApp(ns, name string, dependsOn ...string) *appsv1alpha1.Application {
-	deployment := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":%[1]q},"spec":{"replicas":1,`+
-		`"selector":{"matchLabels":{"app":%[1]q}},"template":{"metadata":{"labels":{"app":%[1]q}},`+
-		`"spec":{"containers":[{"name":%[1]q,"image":"registry.example/%[1]s:1"}]}}}}`, name)
 	app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"stack": "shop"}},
 		Spec: appsv1alpha1.ApplicationSpec{Source: appsv1alpha1.ApplicationSource{Inline: &appsv1alpha1.InlineSource{Manifests: []appsv1alpha1.Manifest{
-			{RawExtension: runtime.RawExtension{Raw: []byte(deployment)}}}}}}}
+			{RawExtension: runtime.RawExtension{Raw: stackDeployment(name, 1)}}}}}}}
 	for _, d := range dependsOn {
 		app.Spec.DependsOn = append(app.Spec.DependsOn, appsv1alpha1.ApplicationDependency{Name: d})
 	}
@@ -57,11 +66,13 @@ func dependencyCondition(ns, name, condType string) metav1.Condition {
 }
 
 // Given a database Application and an API Application that depends on it, both placed on east,
-// west and europe, and the database unable to become available in europe (an override makes its
-// pods select no node there), when both are applied, then the API runs in east and west and
-// waits in europe, saying for what and since when (binding, Application condition, describe,
-// app list); once the database is healthy in europe, the API follows there. Bad input is
-// refused naming the field, and a cycle is reported naming it.
+// west and europe (released in one wave), and the database unable to become available in
+// europe (an override makes its pods select no node there), when both are applied, then the
+// API runs in east and west and waits in europe, saying for what and since when (binding,
+// Application condition, describe, app list); once the database is healthy in europe, the API
+// follows there, and history says what it waited for. A release of the API then takes east and
+// west but not europe while the database is not healthy there, and finishes once it is. Bad
+// input is refused naming the field, and a cycle is reported naming it.
 func TestApplicationWaitsForItsDependencyPerCluster(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
@@ -72,6 +83,7 @@ func TestApplicationWaitsForItsDependencyPerCluster(t *testing.T) {
 	everywhere := &appsv1alpha1.TargetPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-everywhere"}, Spec: appsv1alpha1.TargetSpec{
 		AppSelector:     policyv1alpha1.LabelSelector{MatchLabels: map[string]policyv1alpha1.LabelValue{"stack": "shop"}},
 		ClusterSelector: policyv1alpha1.LabelSelector{MatchExpressions: []policyv1alpha1.LabelSelectorRequirement{{Key: "region", Operator: "Exists"}}},
+		Rollout:         &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "fleet", Percentage: ptr.To[int32](100)}}},
 	}}
 	unavailableInEurope := &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-unavailable-in-europe"}, Spec: policyv1alpha1.OverrideSpec{
 		ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "db"}},
@@ -123,6 +135,65 @@ func TestApplicationWaitsForItsDependencyPerCluster(t *testing.T) {
 		c := dependencyCondition(ns, "api", appsv1alpha1.ConditionDependenciesReady)
 		return string(c.Status) + "/" + c.Reason
 	}).Should(gomega.Equal("True/DependenciesReady"))
+	g.Eventually(func() string {
+		out, _ := flotilla("history", "-n", ns, "-o", `jsonpath={range .items[*]}{.name} {.cluster} {.outcome}: {.causeDetail}{"\n"}{end}`, "--kubeconfig", admin)
+		return out
+	}).Should(gomega.ContainSubstring("for its dependencies (Application deps/db is Progressing in cluster europe)"))
+	out, _ = flotilla("history", "-n", ns, "-o", `jsonpath={range .items[*]}{.name} {.cluster} {.outcome}: {.causeDetail}{"\n"}{end}`, "--kubeconfig", admin)
+	g.Expect(out).NotTo(gomega.MatchRegexp(`api europe failed`), "waiting is not failing")
+	t.Logf("history:\n%s", out)
+
+	// When the database is unavailable in europe again and the API is released, then the
+	// release takes east and west and waits in europe; once the database is healthy, it ends.
+	unavailableInEurope.ResourceVersion = ""
+	createAll(t, g, unavailableInEurope)
+	g.Eventually(func() string {
+		b := bindingOf(ctx, ns, "db-deployment")
+		for _, cs := range b.Status.Clusters {
+			if cs.Cluster == "europe" {
+				return string(cs.Health)
+			}
+		}
+		return ""
+	}).ShouldNot(gomega.Equal("Healthy"))
+	api := &appsv1alpha1.Application{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, api)).To(gomega.Succeed())
+	api.Spec.Source.Inline.Manifests[0].Raw = stackDeployment("api", 2)
+	g.Expect(cp.Update(ctx, api)).To(gomega.Succeed())
+	released := time.Now()
+	image := func(cluster string) string {
+		d := &appsv1.Deployment{}
+		if memberClient(t, cluster).Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, d) != nil {
+			return ""
+		}
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+	g.Eventually(func() []string { return []string{image("east"), image("west")} }).WithTimeout(2*time.Minute).
+		Should(gomega.Equal([]string{"registry.example/api:2", "registry.example/api:2"}), statusOfAll(ns))
+	rel := &rolloutv1alpha1.Release{}
+	g.Eventually(func() string {
+		if cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api-deployment-r2"}, rel) != nil || len(rel.Status.Waves) == 0 {
+			return ""
+		}
+		for _, c := range rel.Status.Waves[0].Clusters {
+			if c.Name == "europe" {
+				return string(c.Phase) + ": " + c.Message
+			}
+		}
+		return ""
+	}).Should(gomega.Equal("Pending: waits for dependencies: Application deps/db is Progressing in cluster europe"))
+	g.Consistently(func() string { return image("europe") }).WithTimeout(5*time.Second).Should(gomega.Equal("registry.example/api:1"),
+		"the release does not reach europe while the database is not healthy there")
+	t.Logf("release %s %s: %s", rel.Name, rel.Status.Phase, rel.Status.Message)
+	g.Expect(rel.Status.Phase).To(gomega.Equal(rolloutv1alpha1.ReleaseProgressing))
+	g.Expect(cp.Delete(ctx, unavailableInEurope)).To(gomega.Succeed())
+	healed = time.Now()
+	g.Eventually(func() string {
+		_ = cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api-deployment-r2"}, rel)
+		return string(rel.Status.Phase)
+	}).WithTimeout(2*time.Minute).Should(gomega.Equal(string(rolloutv1alpha1.ReleaseSucceeded)), statusOfAll(ns))
+	g.Expect(image("europe")).To(gomega.Equal("registry.example/api:2"))
+	t.Logf("release r2 succeeded %.1fs after the database's override went (%.1fs after it started)", time.Since(healed).Seconds(), time.Since(released).Seconds())
 
 	// Bad input is refused naming the field; a cycle is reported naming it.
 	self := stackApp(ns, "loop", "loop")
