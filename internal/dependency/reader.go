@@ -72,13 +72,14 @@ func (r *Reader) resolve(ctx context.Context, b workv1alpha1.Binding, s policyv1
 		d.Missing = true
 		return d, err
 	}
-	keys, missing, err := r.bindingKeys(ctx, s, ns)
+	templates, missing, err := r.templates(ctx, s, ns)
 	if err != nil || missing {
 		d.Missing = missing
 		return d, err
 	}
 	self := client.ObjectKeyFromObject(b)
-	for _, k := range keys {
+	for _, t := range templates {
+		k := types.NamespacedName{Namespace: ns, Name: names.Binding(t.kind, t.name)}
 		if k == self {
 			continue // an Application's own templates do not wait for each other
 		}
@@ -87,7 +88,8 @@ func (r *Reader) resolve(ctx context.Context, b workv1alpha1.Binding, s policyv1
 			if !apierrors.IsNotFound(err) {
 				return d, err
 			}
-			// Not placed yet: an empty binding places it nowhere.
+			// Not placed yet: an empty binding places it nowhere, and names its template.
+			dep.BindingSpec().Resource = workv1alpha1.ObjectReference{Kind: t.kind, Namespace: ns, Name: t.name}
 		}
 		st, _ := r.Board.Of(dep)
 		d.Bindings = append(d.Bindings, Placed{Binding: dep, Status: st})
@@ -108,22 +110,25 @@ func nameOf(s policyv1alpha1.DependencySelector, ns string) string {
 	return s.Kind + " " + ref
 }
 
-// bindingKeys are the bindings of the templates s selects in ns; missing when an Application
-// it names does not exist.
-func (r *Reader) bindingKeys(ctx context.Context, s policyv1alpha1.DependencySelector, ns string) ([]types.NamespacedName, bool, error) {
+// template names one template a dependency selects.
+type template struct{ kind, name string }
+
+// templates are the templates s selects in ns; missing when an Application it names does not
+// exist.
+func (r *Reader) templates(ctx context.Context, s policyv1alpha1.DependencySelector, ns string) ([]template, bool, error) {
 	if IsApplication(s) {
 		app := &appsv1alpha1.Application{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.Name}, app); err != nil {
 			return nil, apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}
-		var keys []types.NamespacedName
+		var out []template
 		for _, o := range app.Status.Objects {
-			keys = append(keys, types.NamespacedName{Namespace: ns, Name: names.Binding(o.Kind, o.Name)})
+			out = append(out, template{o.Kind, o.Name})
 		}
-		return keys, false, nil
+		return out, false, nil
 	}
 	if s.Name != "" {
-		return []types.NamespacedName{{Namespace: ns, Name: names.Binding(s.Kind, s.Name)}}, false, nil
+		return []template{{s.Kind, s.Name}}, false, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(s.LabelSelector.AsMetav1())
 	if err != nil {
@@ -134,11 +139,11 @@ func (r *Reader) bindingKeys(ctx context.Context, s policyv1alpha1.DependencySel
 	if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, false, client.IgnoreNotFound(err)
 	}
-	var keys []types.NamespacedName
+	var out []template
 	for _, t := range list.Items {
-		keys = append(keys, types.NamespacedName{Namespace: ns, Name: names.Binding(t.GetKind(), t.GetName())})
+		out = append(out, template{s.Kind, t.GetName()})
 	}
-	return keys, false, nil
+	return out, false, nil
 }
 
 // Readable says whether namespace from may depend on namespace to: always its own, any from a

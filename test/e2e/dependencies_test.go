@@ -195,6 +195,23 @@ func TestApplicationWaitsForItsDependencyPerCluster(t *testing.T) {
 	g.Expect(image("europe")).To(gomega.Equal("registry.example/api:2"))
 	t.Logf("release r2 succeeded %.1fs after the database's override went (%.1fs after it started)", time.Since(healed).Seconds(), time.Since(released).Seconds())
 
+	// Another team's Application reads exactly as one that does not exist.
+	other := "deps-payments"
+	ensureNamespace(t, cp, other)
+	createTeam(t, g, other, "--contributor", "payments-devs")
+	vault := stackApp(other, "vault")
+	vault.Labels = nil
+	api2 := stackApp(ns, "api2")
+	api2.Spec.DependsOn = []appsv1alpha1.ApplicationDependency{{Namespace: other, Name: "vault"}, {Namespace: other, Name: "nothing"}}
+	createAll(t, g, vault, api2)
+	g.Eventually(func() string {
+		c := dependencyCondition(ns, "api2", appsv1alpha1.ConditionDependenciesReady)
+		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+	}).Should(gomega.Equal("False/DependencyNotFound: spec.dependsOn: Application deps-payments/vault, Application deps-payments/nothing not found or not readable by the namespace's Team; the application waits in every cluster"))
+	g.Eventually(func() string { w, _ := clusterWait(ns, "api2-deployment", "east"); return w }).Should(gomega.Equal(
+		"Application deps-payments/vault is not found or not readable; Application deps-payments/nothing is not found or not readable"))
+	g.Expect(memberReplicas(t, "east", ns, "api2")).To(gomega.Equal(int32(-1)))
+
 	// Bad input is refused naming the field; a cycle is reported naming it.
 	self := stackApp(ns, "loop", "loop")
 	g.Expect(errString(cp.Create(ctx, self))).To(gomega.ContainSubstring("spec.dependsOn: an Application may not depend on itself"))
