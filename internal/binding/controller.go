@@ -148,6 +148,8 @@ type Controller struct {
 
 	depsOnce sync.Once
 	deps     *dependency.Reader
+	// deleteWaits is when each binding/cluster Work's deletion began waiting for dependents.
+	deleteWaits sync.Map
 }
 
 // SetupWithManager registers the controller.
@@ -175,6 +177,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	for _, obj := range []client.Object{&workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}} {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, dependsOnIndex, dependsOnNamespaces); err != nil {
+			return err
+		}
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, dependenciesIndex, recordedDependencies); err != nil {
 			return err
 		}
 	}
@@ -283,6 +288,8 @@ type pass struct {
 	held  map[string]string
 	deps  *[]dependency.Dep
 	cycle *string
+	// deletionWaits: a Work of a cluster left waits for its dependents to leave it first.
+	deletionWaits bool
 }
 
 // written is what writing the Works came to.
@@ -329,6 +336,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	wait, err := c.report(ctx, p, out.renderErrors)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if p.deletionWaits {
+		wait = min(max(wait, 0), 2*time.Second)
+		if wait == 0 {
+			wait = 2 * time.Second
+		}
 	}
 	if len(p.held) > 0 {
 		wait = min(max(wait, 0), heldRecheck)
@@ -480,6 +493,13 @@ func (c *Controller) finalize(ctx context.Context, b workv1alpha1.Binding, works
 	}
 	for i := range works {
 		if works[i].DeletionTimestamp.IsZero() {
+			// Reverse order: a dependency's objects leave a cluster after its dependents'.
+			if ok, err := c.mayDelete(ctx, b, works[i].Labels[workv1alpha1.ClusterLabel]); err != nil || !ok {
+				if err != nil {
+					return ctrl.Result{}, err
+				}
+				continue
+			}
 			if err := c.Client.Delete(ctx, &works[i]); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, err
 			}

@@ -2,7 +2,14 @@ package binding
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +18,7 @@ import (
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/dependency"
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // Dependencies (spec.dependsOn) hold a cluster's first Work: nothing of the template reaches a
@@ -121,4 +129,115 @@ func (c *Controller) now() time.Time {
 		return c.Clock.Now()
 	}
 	return time.Now()
+}
+
+// depReport is what a pass reports of dependencies: the clusters held, and the bindings the
+// template depends on (status.dependencies).
+type depReport struct {
+	held   map[string]string
+	record []string
+}
+
+// dependenciesIndex indexes bindings by the bindings they depend on (status.dependencies), so
+// a dependency leaving a cluster finds its dependents.
+const dependenciesIndex = "status.dependencies"
+
+// deletionOrderLimit bounds how long a dependency's objects stay in a cluster for dependents
+// that do not leave it (still placed there, or in a cycle): deleting must not hang for ever.
+const deletionOrderLimit = 5 * time.Minute
+
+// recordKey names a binding in status.dependencies.
+func recordKey(b workv1alpha1.Binding) string {
+	if b.GetNamespace() == "" {
+		return b.GetName()
+	}
+	return b.GetNamespace() + "/" + b.GetName()
+}
+
+func recordedDependencies(o client.Object) []string {
+	if b, ok := o.(workv1alpha1.Binding); ok {
+		return b.BindingStatus().Dependencies
+	}
+	return nil
+}
+
+// dependencyRecord is status.dependencies: the bindings spec.dependsOn resolves to now, and
+// those recorded before that are being deleted (their Application may be gone already, and
+// their objects must still wait for this binding's to leave).
+func (c *Controller) dependencyRecord(ctx context.Context, p *pass) ([]string, error) {
+	if len(p.bs.DependsOn) == 0 {
+		return nil, nil
+	}
+	if p.deps == nil {
+		deps, err := c.depReader().Of(ctx, p.b)
+		if err != nil {
+			return nil, err
+		}
+		p.deps = &deps
+	}
+	set := map[string]bool{}
+	for _, d := range *p.deps {
+		for _, pl := range d.Bindings {
+			if pl.Binding.GetUID() != "" { // placed: a binding exists
+				set[recordKey(pl.Binding)] = true
+			}
+		}
+	}
+	for _, old := range p.b.BindingStatus().Dependencies {
+		if set[old] {
+			continue
+		}
+		ns, name, namespaced := strings.Cut(old, "/")
+		if !namespaced {
+			ns, name = "", old
+		}
+		dep := workv1alpha1.NewBinding(ns, name)
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, dep); err == nil && !dep.GetDeletionTimestamp().IsZero() {
+			set[old] = true
+		}
+	}
+	out := slices.Sorted(maps.Keys(set))
+	return out[:min(len(out), 256)], nil
+}
+
+// mayDelete says whether b's Work in cluster may be deleted now: deleting follows the reverse
+// order, so not while a binding that depends on b still has a Work there (bounded by
+// deletionOrderLimit; a dependent b itself depends on, a cycle, is not waited for).
+func (c *Controller) mayDelete(ctx context.Context, b workv1alpha1.Binding, cluster string) (bool, error) {
+	key := workKey(b, cluster)
+	var dependents []string
+	for _, list := range []client.ObjectList{&workv1alpha1.ResourceBindingList{}, &workv1alpha1.ClusterResourceBindingList{}} {
+		if err := c.Client.List(ctx, list, client.MatchingFields{dependenciesIndex: recordKey(b)}); err != nil {
+			return false, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return false, err
+		}
+		for _, o := range items {
+			d := o.(workv1alpha1.Binding)
+			if d.GetUID() == b.GetUID() || slices.Contains(b.BindingStatus().Dependencies, recordKey(d)) {
+				continue
+			}
+			w := &workv1alpha1.Work{}
+			if err := kube.GetWork(ctx, c.Client, d.GetNamespace(), d.GetName(), cluster, w); err == nil {
+				dependents = append(dependents, recordKey(d))
+			} else if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+	}
+	if len(dependents) == 0 {
+		c.deleteWaits.Delete(key)
+		return true, nil
+	}
+	first, _ := c.deleteWaits.LoadOrStore(key, c.now())
+	log := ctrl.LoggerFrom(ctx).WithValues("binding", recordKey(b), "cluster", cluster, "dependents", dependents)
+	if c.now().Sub(first.(time.Time)) > deletionOrderLimit {
+		log.Info("Deleting although dependents still run in the cluster", "waited", deletionOrderLimit)
+		c.deleteWaits.Delete(key)
+		return true, nil
+	}
+	log.V(1).Info("Deletion waits for dependents to leave the cluster")
+	return false, nil
 }

@@ -61,7 +61,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		}
 	}
 	h := &harness{t: t, recorder: events.NewFakeRecorder(20)}
-	h.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+	h.client = fake.NewClientBuilder().WithScheme(scheme).WithIndex(&workv1alpha1.ResourceBinding{}, dependenciesIndex, recordedDependencies).WithIndex(&workv1alpha1.ClusterResourceBinding{}, dependenciesIndex, recordedDependencies).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if _, ok := obj.(workv1alpha1.Binding); ok {
 				h.patches++

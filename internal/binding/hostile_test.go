@@ -31,7 +31,7 @@ func hostileController(t *testing.T, objs ...client.Object) *Controller {
 			t.Fatal(err)
 		}
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&workv1alpha1.ResourceBinding{}, dependenciesIndex, recordedDependencies).WithIndex(&workv1alpha1.ClusterResourceBinding{}, dependenciesIndex, recordedDependencies).WithObjects(objs...).
 		WithIndex(&workv1alpha1.ResourceBinding{}, trafficIndex, func(o client.Object) []string {
 			if rb := o.(*workv1alpha1.ResourceBinding); rb.Spec.Revisions != nil && rb.Spec.Resource.Kind == "Deployment" {
 				return traffic.Names(rb.Spec.Revisions.Traffic)

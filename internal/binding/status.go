@@ -51,7 +51,11 @@ func (c *Controller) report(ctx context.Context, p *pass, renderErrors map[strin
 	if err != nil {
 		return 0, err
 	}
-	return c.aggregate(ctx, p.b, p.tmpl, p.in, ro, p.existing, renderErrors, interpretErrors, p.held)
+	record, err := c.dependencyRecord(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	return c.aggregate(ctx, p.b, p.tmpl, p.in, ro, p.existing, renderErrors, interpretErrors, depReport{held: p.held, record: record})
 }
 
 var healthRank = map[workv1alpha1.Health]int{workv1alpha1.HealthHealthy: 0, workv1alpha1.HealthProgressing: 1, workv1alpha1.HealthUnknown: 2, workv1alpha1.HealthDegraded: 3}
@@ -70,16 +74,17 @@ type gathered struct {
 }
 
 // aggregate writes the binding's per-cluster status and the template's aggregated status.
-func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string, held map[string]string) (time.Duration, error) {
+func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, in interpret.Interpreter, ro templateRollout, works map[string]*workv1alpha1.Work, renderErrors map[string]string, interpretErrors []string, dep depReport) (time.Duration, error) {
 	bs := b.BindingSpec()
 	if _, decided := workv1alpha1.ScheduleOf(b); !decided && len(bs.Clusters) == 0 {
 		return 0, nil // the scheduler has not decided yet: nothing to report, no write
 	}
-	g := c.gather(ctx, b, ro, works, renderErrors, held)
+	g := c.gather(ctx, b, ro, works, renderErrors, dep.held)
 	g.interpretErrors = append(interpretErrors, g.interpretErrors...)
 	status := b.BindingStatus().DeepCopy()
 	status.ObservedGeneration = b.GetGeneration()
 	status.Clusters, status.Health = g.clusters, g.overall
+	status.Dependencies = dep.record
 	var agg map[string]any
 	if len(g.members) == len(status.Clusters) { // every member reported
 		var err error

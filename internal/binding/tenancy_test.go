@@ -106,7 +106,7 @@ func newTenancyHarness(t *testing.T, objs ...client.Object) *tenancyHarness {
 		mapper.Add(gvk, scope)
 	}
 	h := &tenancyHarness{recorder: events.NewFakeRecorder(20)}
-	h.client = fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).
+	h.client = fake.NewClientBuilder().WithScheme(scheme).WithIndex(&workv1alpha1.ResourceBinding{}, dependenciesIndex, recordedDependencies).WithIndex(&workv1alpha1.ClusterResourceBinding{}, dependenciesIndex, recordedDependencies).WithRESTMapper(mapper).WithObjects(objs...).
 		WithStatusSubresource(&workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}).Build()
 	h.ctrl = &Controller{Client: h.client, Reader: h.client, Recorder: h.recorder, PodSecurityExemptNamespaces: []string{"kube-system"}}
 	return h

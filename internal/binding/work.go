@@ -197,6 +197,12 @@ func (c *Controller) dropLeftWorks(ctx context.Context, p *pass) error {
 			}
 			continue
 		}
+		if ok, err := c.mayDelete(ctx, p.b, cluster); err != nil {
+			return err
+		} else if !ok {
+			p.deletionWaits = true // its dependents leave the cluster first
+			continue
+		}
 		if err := c.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

@@ -85,7 +85,7 @@ func TestStatusWritePolicy(t *testing.T) {
 // Many passes asking at once, over a cache that does not show the namespace yet, create it once.
 func TestExecutionNamespaceCreatedOnce(t *testing.T) {
 	var creates atomic.Int32
-	c := &Controller{Client: interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).Build(), interceptor.Funcs{
+	c := &Controller{Client: interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).WithIndex(&workv1alpha1.ResourceBinding{}, dependenciesIndex, recordedDependencies).WithIndex(&workv1alpha1.ClusterResourceBinding{}, dependenciesIndex, recordedDependencies).Build(), interceptor.Funcs{
 		// A lagging cache: it never shows the namespace.
 		Get: func(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 			return apierrors.NewNotFound(corev1.Resource("namespaces"), key.Name)
@@ -116,7 +116,7 @@ func TestTemplateStatusKeepsWrittenConditionTimesOverAStaleCache(t *testing.T) {
 	tmpl := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"namespace": "shop", "name": "web", "uid": "u1", "generation": int64(1)}}}
 	var patches atomic.Int32
-	cl := interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl.DeepCopy()).WithStatusSubresource(&appsv1.Deployment{}).Build(),
+	cl := interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).WithIndex(&workv1alpha1.ResourceBinding{}, dependenciesIndex, recordedDependencies).WithIndex(&workv1alpha1.ClusterResourceBinding{}, dependenciesIndex, recordedDependencies).WithObjects(tmpl.DeepCopy()).WithStatusSubresource(&appsv1.Deployment{}).Build(),
 		interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			patches.Add(1)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)

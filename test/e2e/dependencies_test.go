@@ -195,6 +195,31 @@ func TestApplicationWaitsForItsDependencyPerCluster(t *testing.T) {
 	g.Expect(image("europe")).To(gomega.Equal("registry.example/api:2"))
 	t.Logf("release r2 succeeded %.1fs after the database's override went (%.1fs after it started)", time.Since(healed).Seconds(), time.Since(released).Seconds())
 
+	// When both Applications are deleted at once, the database leaves each cluster only after
+	// the API has left it.
+	g.Eventually(func() []string { return bindingOf(ctx, ns, "api-deployment").Status.Dependencies }).Should(gomega.Equal([]string{ns + "/db-deployment"}))
+	deleted := time.Now()
+	for _, name := range []string{"db", "api"} {
+		g.Expect(cp.Delete(ctx, &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(gomega.Succeed())
+	}
+	// Each look reads the database first: found gone, and the API still there after, is a
+	// database that left before the API, whatever the polling misses.
+	dbGone, apiGone := map[string]time.Duration{}, map[string]time.Duration{}
+	g.Eventually(func() int {
+		for _, cluster := range []string{"east", "west", "europe"} {
+			db, api := memberReplicas(t, cluster, ns, "db"), memberReplicas(t, cluster, ns, "api")
+			g.Expect(db == -1 && api != -1).To(gomega.BeFalse(), "the database left %s while the API still ran there", cluster)
+			if _, seen := dbGone[cluster]; !seen && db == -1 {
+				dbGone[cluster] = time.Since(deleted)
+			}
+			if _, seen := apiGone[cluster]; !seen && api == -1 {
+				apiGone[cluster] = time.Since(deleted)
+			}
+		}
+		return len(dbGone)
+	}).WithPolling(20 * time.Millisecond).WithTimeout(2 * time.Minute).Should(gomega.Equal(3))
+	t.Logf("after both Applications were deleted, the API left %v and the database %v", apiGone, dbGone)
+
 	// Another team's Application reads exactly as one that does not exist.
 	other := "deps-payments"
 	ensureNamespace(t, cp, other)

@@ -484,6 +484,15 @@ type ResourceBindingStatus struct {
 	// +listMapKey=cluster
 	// +kubebuilder:validation:MaxItems=1000
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+	// dependencies are the bindings (NAMESPACE/NAME, or NAME for a ClusterResourceBinding)
+	// spec.dependsOn resolved to when last looked at. Deleting follows the reverse order from
+	// it: a dependency's objects leave a cluster only once this binding's have left it, so
+	// the record must outlive the Application or template that named the dependency.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=317
+	Dependencies []string `json:"dependencies,omitempty"`
 }
 
 // ResourceBinding is the placement of one namespaced template: the clusters and replicas the

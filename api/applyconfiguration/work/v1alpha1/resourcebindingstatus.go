@@ -21,6 +21,11 @@ type ResourceBindingStatusApplyConfiguration struct {
 	Health *workv1alpha1.Health `json:"health,omitempty"`
 	// clusters holds the status per member cluster.
 	Clusters []ClusterStatusApplyConfiguration `json:"clusters,omitempty"`
+	// dependencies are the bindings (NAMESPACE/NAME, or NAME for a ClusterResourceBinding)
+	// spec.dependsOn resolved to when last looked at. Deleting follows the reverse order from
+	// it: a dependency's objects leave a cluster only once this binding's have left it, so
+	// the record must outlive the Application or template that named the dependency.
+	Dependencies []string `json:"dependencies,omitempty"`
 }
 
 // ResourceBindingStatusApplyConfiguration constructs a declarative configuration of the ResourceBindingStatus type for use with
@@ -67,6 +72,16 @@ func (b *ResourceBindingStatusApplyConfiguration) WithClusters(values ...*Cluste
 			panic("nil value passed to WithClusters")
 		}
 		b.Clusters = append(b.Clusters, *values[i])
+	}
+	return b
+}
+
+// WithDependencies adds the given value to the Dependencies field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Dependencies field.
+func (b *ResourceBindingStatusApplyConfiguration) WithDependencies(values ...string) *ResourceBindingStatusApplyConfiguration {
+	for i := range values {
+		b.Dependencies = append(b.Dependencies, values[i])
 	}
 	return b
 }
