@@ -532,7 +532,11 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 		return history.CausePlacement, "placed by " + l.placedBy()
 	}
 	if r := l.releaseOf(to); r != nil {
-		return history.CauseRelease, l.waveOf(r, cluster)
+		detail := l.waveOf(r, cluster)
+		if windows := overriddenIn(r, cluster); len(windows) > 0 && r.Spec.WindowOverride != nil {
+			detail += fmt.Sprintf(", past change window %s by override: %s", strings.Join(windows, ", "), r.Spec.WindowOverride.Reason)
+		}
+		return history.CauseRelease, detail
 	}
 	return history.CauseApply, fmt.Sprintf("revision %d", to)
 }
@@ -542,6 +546,18 @@ func (l *lazyContext) releaseOf(rev int64) *rolloutv1alpha1.Release {
 	for _, r := range l.releasesOf() {
 		if r.Spec.Revision == rev {
 			return &r
+		}
+	}
+	return nil
+}
+
+// overriddenIn are the change windows the release took cluster past by override.
+func overriddenIn(r *rolloutv1alpha1.Release, cluster string) []string {
+	for _, w := range r.Status.Waves {
+		for _, c := range w.Clusters {
+			if c.Name == cluster {
+				return c.OverriddenWindows
+			}
 		}
 	}
 	return nil
@@ -767,6 +783,10 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 		if t := l.targetedApp(); len(t.targetPolicies) > 0 {
 			return "", &actorQuery{refs: targetPolicyRefs(t.targetPolicies), notAfter: now, otherwise: "application " + t.namespace + "/" + t.name}
 		}
+	}
+	if r := l.releaseOf(to); cause == history.CauseRelease && r != nil && r.Spec.WindowOverride != nil && len(overriddenIn(r, cluster)) > 0 {
+		// Past a change window, the change is the overrider's: the release's newest writer.
+		return "", &actorQuery{refs: []audit.Ref{{Group: rolloutv1alpha1.GroupVersion.Group, Resource: "releases", Namespace: r.Namespace, Name: r.Name}}, notAfter: now}
 	}
 	switch cause {
 	case history.CausePlacement, history.CauseRelease, history.CauseApply, history.CauseAdoption:

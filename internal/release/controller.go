@@ -142,6 +142,8 @@ type step struct {
 	active []string
 	// held are the clusters change windows hold now, with why (see windowHolds).
 	held map[string]changewindow.Hold
+	// overridden are the clusters that pass windows now by the release's override, with them.
+	overridden map[string][]string
 }
 
 func (s *step) after(d time.Duration) {
@@ -528,6 +530,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	if v.ProgressSince != nil {
 		ws.ProgressSince = &metav1.MicroTime{Time: *v.ProgressSince}
 	}
+	s.keepOverrides(ws.Clusters, v.Clusters)
 	ws.Clusters = v.Clusters
 	switch {
 	case !v.Judged:
