@@ -39,14 +39,20 @@ that cluster.`,
 				return err
 			}
 			var clusterLabels map[string]string
+			clusterNote := ""
 			if cluster != "" {
 				cl := &clusterv1alpha1.Cluster{}
-				if err := c.Get(cmd.Context(), client.ObjectKey{Name: cluster}, cl); err != nil {
+				switch err := c.Get(cmd.Context(), client.ObjectKey{Name: cluster}, cl); {
+				case apierrors.IsForbidden(err):
+					// A team may not read Clusters: it sees every window rather than none.
+					clusterNote = fmt.Sprintf("--cluster %s: you may not read Clusters, so every window is listed, whichever clusters it selects", cluster)
+				case err != nil:
 					return fmt.Errorf("--cluster %s: %w", cluster, err)
-				}
-				clusterLabels = cl.Labels
-				if clusterLabels == nil {
-					clusterLabels = map[string]string{}
+				default:
+					clusterLabels = cl.Labels
+					if clusterLabels == nil {
+						clusterLabels = map[string]string{}
+					}
 				}
 			}
 			ns := g.namespace()
@@ -56,6 +62,9 @@ that cluster.`,
 			windows, bad, note, err := readWindows(cmd, c, ns, all)
 			if err != nil {
 				return err
+			}
+			if clusterNote != "" {
+				note = strings.TrimSpace(note + "\n" + clusterNote)
 			}
 			return printWindows(g.streams.Out, windows, bad, note, clusterLabels, time.Now())
 		},

@@ -104,11 +104,19 @@ func TestChangeWindowsHoldReleasesAndSyncs(t *testing.T) {
 		fmt.Sprintf("True/HeldByWindow: commit %s waits: held by change window %s/app-freeze until %s; %s stays in force (annotation %s: REASON applies it now)",
 			second[:12], ns, until, first[:12], rolloutv1alpha1.OverrideWindowAnnotation)))
 	g.Expect(memberImage(t, "east", ns, "frozen")).To(gomega.Equal("registry.example/frozen:1"))
-	out, err := flotilla("windows", "--cluster", "west", "-n", ns, "--kubeconfig", oncallConfig)
+	out, err := flotilla("windows", "--cluster", "west", "-n", ns)
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	g.Expect(out).To(gomega.And(gomega.ContainSubstring("e2e-west-freeze"), gomega.ContainSubstring("open until "+closes.Format("2006-01-02 15:04 UTC")),
 		gomega.ContainSubstring(ns+"/app-freeze"), gomega.ContainSubstring("clusters region=us-west")))
 	t.Logf("flotilla windows --cluster west:\n%s", out)
+	out, err = flotilla("windows", "--cluster", "east", "-n", ns)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).NotTo(gomega.ContainSubstring("e2e-west-freeze"), "the freeze does not select east")
+	// A team member sees the platform's windows and the team's, though not the Clusters.
+	out, err = flotilla("windows", "--cluster", "west", "-n", ns, "--kubeconfig", oncallConfig)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.And(gomega.ContainSubstring("e2e-west-freeze"), gomega.ContainSubstring(ns+"/app-freeze"),
+		gomega.ContainSubstring("you may not read Clusters, so every window is listed")))
 
 	// The windows close: both go on by themselves.
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, rel) }).WithTimeout(closes.Sub(time.Now()) + time.Minute).
