@@ -125,6 +125,15 @@ func TestChangeWindowsHoldReleasesAndSyncs(t *testing.T) {
 	g.Expect(memberImage(t, "west", ns, "web")).To(gomega.Equal("registry.example/web:2"))
 	g.Eventually(func() string { return getApp(ns, "frozen").Status.Commit }).WithTimeout(time.Minute).Should(gomega.Equal(second))
 	g.Eventually(func() string { return memberImage(t, "east", ns, "frozen") }).Should(gomega.Equal("registry.example/frozen:2"))
+	// The frozen Application has no rollout: its change still has a revision number in history,
+	// the template's generation.
+	g.Eventually(func() []string {
+		var lines []string
+		for _, it := range historyOf(t, inventoryAs(t, ""), url.Values{"team": {ns}, "application": {"frozen"}}) {
+			lines = append(lines, fmt.Sprintf("%s %d->%d %s %s: %s", it.Cluster, it.FromRevision, it.ToRevision, it.Cause, it.Outcome, it.CauseDetail))
+		}
+		return lines
+	}).Should(gomega.ContainElement(gomega.HavePrefix("east 1->2 apply healthy: generation 2 of the template applied as it is")))
 	t.Logf("windows closed at %s; release %s completed at %s", closes.Format(time.TimeOnly), rel, getRelease(ns, rel).Status.CompletedAt.UTC().Format(time.TimeOnly))
 
 	// An incident freeze over us-west; an emergency fix passes it by override, with a reason.
