@@ -624,6 +624,9 @@ func (t *releaseTarget) clusterState(i int, cl rolloutv1alpha1.ClusterRelease, c
 		}
 		return string(cl.Phase), ""
 	}
+	if pinned != rel.Spec.Revision && release.HeldByWindow(cl.Message) {
+		return string(rolloutv1alpha1.ClusterPending), cl.Message // the controller's reading of the windows
+	}
 	if pinned != rel.Spec.Revision {
 		cur := int(rel.Status.CurrentWave)
 		inSteps := i == cur && int(rel.Status.Waves[i].CurrentStep) < len(revision.WaveSteps(rel, rel.Status.Waves[i].Name))

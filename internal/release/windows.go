@@ -99,6 +99,11 @@ func (c *Controller) windowSubject(ctx context.Context, rel *rolloutv1alpha1.Rel
 	return subject, nil
 }
 
+// HeldByWindow says whether a cluster's message in a release says change windows hold it.
+func HeldByWindow(message string) bool {
+	return strings.HasPrefix(message, "held by change window") || strings.HasPrefix(message, "held outside allow window")
+}
+
 // heldIn returns the holds of those clusters that windows hold, as "CLUSTER held by ...".
 func (s *step) heldIn(clusters []string) []string {
 	var out []string
