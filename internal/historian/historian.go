@@ -491,7 +491,7 @@ type lazyContext struct {
 	// tracked: the binding has revisions; without, a record's revision is the template's
 	// generation, which no release or ControllerRevision numbers.
 	tracked bool
-	tmpl     map[int64]*unstructured.Unstructured
+	tmpl    map[int64]*unstructured.Unstructured
 
 	tmplLoaded bool
 	current    *unstructured.Unstructured

@@ -119,7 +119,7 @@ func TestChangeWindowsHoldReleasesAndSyncs(t *testing.T) {
 		gomega.ContainSubstring("you may not read Clusters, so every window is listed")))
 
 	// The windows close: both go on by themselves.
-	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, rel) }).WithTimeout(closes.Sub(time.Now()) + time.Minute).
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase(ns, rel) }).WithTimeout(closes.Sub(time.Now())+time.Minute).
 		Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded), func() string { return releaseDump(ns, rel) })
 	g.Expect(getRelease(ns, rel).Status.CompletedAt.Time).To(gomega.BeTemporally(">=", closes.Add(-time.Second)), "west waited for the window")
 	g.Expect(memberImage(t, "west", ns, "web")).To(gomega.Equal("registry.example/web:2"))
