@@ -22,6 +22,8 @@ var userWritten = []string{
 	"policy.flotilla.dev_overridepolicies.yaml",
 	"policy.flotilla.dev_propagationpolicies.yaml",
 	"rollout.flotilla.dev_analysistemplates.yaml",
+	"rollout.flotilla.dev_changewindows.yaml",
+	"rollout.flotilla.dev_clusterchangewindows.yaml",
 	"rollout.flotilla.dev_clusteranalysistemplates.yaml",
 	"rollout.flotilla.dev_releases.yaml",
 	"tenancy.flotilla.dev_teams.yaml",

@@ -22,7 +22,7 @@ func TestAdmissionPolicyCoversEverySpecField(t *testing.T) {
 		spec     any
 		switches map[string]bool
 	}{
-		{rolloutv1alpha1.ReleaseSpec{}, map[string]bool{"paused": true, "abort": true, "promotedWave": true, "promotedStep": true, "promoteFull": true, "retry": true}},
+		{rolloutv1alpha1.ReleaseSpec{}, map[string]bool{"paused": true, "abort": true, "promotedWave": true, "promotedStep": true, "promoteFull": true, "windowOverride": true, "retry": true}},
 	}
 	for _, c := range cases {
 		typ := reflect.TypeOf(c.spec)

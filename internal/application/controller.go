@@ -45,6 +45,7 @@ import (
 
 	appsv1alpha1ac "github.com/flotilla-dev/flotilla/api/applyconfiguration/apps/v1alpha1"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	tenancyv1alpha1 "github.com/flotilla-dev/flotilla/api/tenancy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/appsource"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -99,6 +100,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&appsv1alpha1.Application{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A Team's repositories or groups decide what its Applications may do.
 		Watches(&tenancyv1alpha1.Team{}, handler.EnqueueRequestsFromMapFunc(c.appsOfNamespace)).
+		// A window closed early or deleted lets held renders apply now.
+		Watches(&rolloutv1alpha1.ChangeWindow{}, handler.EnqueueRequestsFromMapFunc(c.appsInScope)).
+		Watches(&rolloutv1alpha1.ClusterChangeWindow{}, handler.EnqueueRequestsFromMapFunc(c.appsInScope)).
 		WatchesRawSource(c.Hooks)
 	return b.Complete(kube.RequeueConflicts(c))
 }
@@ -199,6 +203,9 @@ func (c *Controller) sync(ctx context.Context, app *appsv1alpha1.Application, st
 			st.set(app, appsv1alpha1.ConditionReady, metav1.ConditionTrue, appsv1alpha1.ReasonApplied, msg)
 		}
 		return requeue(src, interval), nil
+	}
+	if held, res, err := c.heldByWindow(ctx, app, st, commit, now); held || err != nil {
+		return res, err
 	}
 	cl, err := c.teamClient(team, app)
 	if err != nil {

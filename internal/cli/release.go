@@ -280,36 +280,46 @@ other error.`, ExitReleaseFailed, ExitTimeout, ExitUsage)
 kubectl rollout status does; for CI gates. A change not recorded yet is waited for.
 
 ` + exitCodes
-	steer := func(verb, short string, full *bool) *cobra.Command {
+	var promoteOpts release.SteerOptions
+	steer := func(verb, short string) *cobra.Command {
 		return sub(verb, short, func(cmd *cobra.Command, t *releaseTarget) error {
-			return t.steer(cmd.Context(), out, verb, full != nil && *full)
+			opts := release.SteerOptions{}
+			if verb == "promote" {
+				opts = promoteOpts
+			}
+			return t.steer(cmd.Context(), out, verb, opts)
 		})
 	}
-	var full bool
-	promote := steer("promote", "Pass the current wave's gates (approval, bake time, analysis) or the canary pause it stands at; --full releases every remaining wave at once", &full)
-	promote.Flags().BoolVar(&full, "full", false, "release every remaining wave at once, skipping gates")
+	promote := steer("promote", "Pass the current wave's gates (approval, bake time, analysis) or the canary pause it stands at; --full releases every remaining wave at once; --override-window passes change windows")
+	promote.Flags().BoolVar(&promoteOpts.Full, "full", false, "release every remaining wave at once, skipping gates")
+	promote.Flags().BoolVar(&promoteOpts.OverrideWindow, "override-window", false, "pass the change windows that hold the release (those that allow overrides), for an emergency change; needs --reason")
+	promote.Flags().StringVar(&promoteOpts.Reason, "reason", "", "why the change cannot wait for the window (with --override-window); kept in the release and in history")
 	var toRevision int64
 	undo := sub("undo", "Put a previous revision's workload back into the template (a new release carries it); undoing an adoption hands the objects back to unmanaged", func(cmd *cobra.Command, t *releaseTarget) error {
 		return undoRelease(cmd.Context(), out, t, toRevision)
 	})
 	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to go back to (default: before the last release that went through, else the stable one)")
 	cmd.AddCommand(getRelease, watch, status,
-		steer("pause", "Hold the release where it is", nil),
-		steer("resume", "Go on after a pause", nil),
+		steer("pause", "Hold the release where it is"),
+		steer("resume", "Go on after a pause"),
 		promote,
-		steer("abort", "Return every cluster the release updated to the stable revision (hand an adoption's back to unmanaged)", nil),
-		steer("retry", "Start an aborted or rolled-back release again from the wave that failed", nil),
+		steer("abort", "Return every cluster the release updated to the stable revision (hand an adoption's back to unmanaged)"),
+		steer("retry", "Start an aborted or rolled-back release again from the wave that failed"),
 		undo)
 	return cmd
 }
 
 // steer changes one of the release's controls, after checking that the change would do
 // something: a command that answers "promoted" must have promoted.
-func (t *releaseTarget) steer(ctx context.Context, out io.Writer, verb string, full bool) error {
+func (t *releaseTarget) steer(ctx context.Context, out io.Writer, verb string, opts release.SteerOptions) error {
 	if err := t.needRelease(); err != nil {
 		return err
 	}
-	what, err := release.SteerRelease(ctx, t.c, t.release, verb, release.SteerOptions{Full: full, Command: invokedName()})
+	if opts.Reason != "" && !opts.OverrideWindow {
+		return fmt.Errorf("--reason goes with --override-window")
+	}
+	opts.Command = invokedName()
+	what, err := release.SteerRelease(ctx, t.c, t.release, verb, opts)
 	if err != nil {
 		return err
 	}
@@ -613,6 +623,9 @@ func (t *releaseTarget) clusterState(i int, cl rolloutv1alpha1.ClusterRelease, c
 			return string(cl.Phase), "not adopted: unmanaged"
 		}
 		return string(cl.Phase), ""
+	}
+	if pinned != rel.Spec.Revision && release.HeldByWindow(cl.Message) {
+		return string(rolloutv1alpha1.ClusterPending), cl.Message // the controller's reading of the windows
 	}
 	if pinned != rel.Spec.Revision {
 		cur := int(rel.Status.CurrentWave)

@@ -236,6 +236,21 @@ func TestReleaseTreeSaysWhatTheLiveStatusShows(t *testing.T) {
 			notWant: []string{"now: revision 0", "0 of 1"},
 		},
 		{
+			name: "a cluster a change window holds",
+			revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1, Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 2}}},
+			clusters: []workv1alpha1.ClusterStatus{
+				{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy},
+				{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy},
+			},
+			status: rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, CurrentWave: 1, Waves: []rolloutv1alpha1.WaveStatus{
+				{Name: "canary", Phase: rolloutv1alpha1.WaveSucceeded, CurrentStep: 4, Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterHealthy}}},
+				{Name: "rest", Phase: rolloutv1alpha1.WavePending, Message: "not started: west held by change window freeze until 2026-11-28 06:00:00 UTC",
+					Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "west", Phase: rolloutv1alpha1.ClusterPending, Message: "held by change window freeze until 2026-11-28 06:00:00 UTC"}}},
+			}},
+			want:    []string{"west  Pending  [deployment rev 1 registry.example/web:1 Healthy]  held by change window freeze until 2026-11-28 06:00:00 UTC"},
+			notWant: []string{"free slot"},
+		},
+		{
 			name: "a canary at its second step",
 			revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1, Canaries: []workv1alpha1.CanaryPin{{Cluster: "east", Revision: 2, Replicas: 1}}},
 			clusters: []workv1alpha1.ClusterStatus{

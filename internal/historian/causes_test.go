@@ -147,3 +147,53 @@ func TestPlacementByATargetPolicyNamesIt(t *testing.T) {
 		}
 	}
 }
+
+// A cluster a release took past a change window by override says so, with the reason.
+func TestAReleasePastAChangeWindowSaysWhichAndWhy(t *testing.T) {
+	ctx := context.Background()
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-deployment", UID: "u1", Generation: 1},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "web"},
+			Clusters: []workv1alpha1.TargetCluster{{Name: "east"}, {Name: "west"}}, Revisions: &workv1alpha1.Revisions{Latest: 1, Stable: 1}},
+		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{
+			{Cluster: "east", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy}, {Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy}}}}
+	rel := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-deployment-r2"},
+		Spec: rolloutv1alpha1.ReleaseSpec{Binding: rolloutv1alpha1.BindingReference{Kind: "ResourceBinding", Name: "web-deployment"}, Revision: 2, StableRevision: 1,
+			WindowOverride: &rolloutv1alpha1.WindowOverride{Reason: "CVE-2026-1234"}},
+		Status: rolloutv1alpha1.ReleaseStatus{Waves: []rolloutv1alpha1.WaveStatus{
+			{Name: "east", Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east"}}},
+			{Name: "west", Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "west", OverriddenWindows: []string{"freeze"}}}}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(b, rel).WithStatusSubresource(b).Build()
+	store := &memStore{recs: map[string]history.Record{}}
+	h := &Historian{Client: c, Reader: c, Store: store, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	req := ctrl.Request{}
+	req.Namespace, req.Name = "a", "web-deployment"
+	if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	cur := &workv1alpha1.ResourceBinding{}
+	_ = c.Get(ctx, req.NamespacedName, cur)
+	cur.Spec.Revisions = &workv1alpha1.Revisions{Latest: 2, Stable: 2}
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.Clusters = []workv1alpha1.ClusterStatus{
+		{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy}, {Cluster: "west", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy}}
+	if err := c.Status().Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	details := map[string]string{}
+	for _, r := range store.recs {
+		if r.ToRevision == 2 {
+			details[r.Cluster] = r.CauseDetail
+		}
+	}
+	if want := "release web-deployment-r2 wave 2/2 (west), past change window freeze by override: CVE-2026-1234"; details["west"] != want {
+		t.Errorf("west: %q, want %q", details["west"], want)
+	}
+	if want := "release web-deployment-r2 wave 1/2 (east)"; details["east"] != want {
+		t.Errorf("east: %q, want %q", details["east"], want)
+	}
+}

@@ -212,7 +212,8 @@ func (h *Historian) reconcile(ctx context.Context, b workv1alpha1.Binding, req c
 		return ctrl.Result{}, err
 	}
 	p := &historyPass{h: h, b: b, last: last, next: map[string]seen{}, now: h.Clock.Now(),
-		info: &lazyContext{h: h, ctx: ctx, b: b, status: status}, tracked: spec.Revisions != nil && spec.Revisions.Latest > 0}
+		tracked: spec.Revisions != nil && spec.Revisions.Latest > 0}
+	p.info = &lazyContext{h: h, ctx: ctx, b: b, status: status, tracked: p.tracked}
 	for _, cs := range status.Clusters {
 		p.cluster(cs)
 	}
@@ -284,7 +285,11 @@ func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
 	if render == "" {
 		render = prev.render // the cluster's Work is between renders: keep what is known
 	}
-	if had && !changed && prev.to == cs.Revision && (prev.outcome == outcome || prev.outcome == history.OutcomeHealthy && outcome == history.OutcomeApplied) {
+	rev := cs.Revision
+	if !p.tracked {
+		rev = p.untrackedRevision(had, changed, prev)
+	}
+	if had && !changed && prev.to == rev && (prev.outcome == outcome || prev.outcome == history.OutcomeHealthy && outcome == history.OutcomeApplied) {
 		// Nothing new; a healthy revision rolling its pods again (replicas moved by a
 		// placement change, a scale) is the same revision, not another change.
 		prev.render = render
@@ -292,27 +297,50 @@ func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
 		return
 	}
 	from := prev.to
-	if had && prev.to == cs.Revision {
+	if had && prev.to == rev && !changed {
 		from = prev.from // the same change, a later outcome
 	}
-	rec := p.h.record(p.b, cs.Cluster, from, cs.Revision, outcome, p.now)
+	rec := p.h.record(p.b, cs.Cluster, from, rev, outcome, p.now)
 	rec.Message = cs.Message
-	rec.Cause, rec.CauseDetail = p.info.cause(cs.Cluster, from, cs.Revision, had, prev)
+	rec.Cause, rec.CauseDetail = p.info.cause(cs.Cluster, from, rev, had, prev)
 	if v, ok := p.h.waited.LoadAndDelete(waitKey); ok {
 		w := v.(dependencyWait) // applied once its dependencies ran healthy
 		rec.CauseDetail += fmt.Sprintf("; first applied after waiting %s for its dependencies (%s)", p.now.Sub(w.since).Round(time.Second), w.what)
 	}
-	if !p.tracked && had && (changed || prev.cause == history.CauseApply && prev.to == cs.Revision) {
-		rec.Cause, rec.CauseDetail = history.CauseApply, "the template or an override changed; applied as it is (no rollout, so no revision)"
-		rec.ID = recordID(p.b, cs.Cluster, from, cs.Revision, outcome, render) // one change each, not one per generation
+	if !p.tracked && had && (changed || prev.cause == history.CauseApply && prev.to == rev) {
+		rec.Cause, rec.CauseDetail = history.CauseApply, untrackedDetail(from, rev)
+		rec.ID = recordID(p.b, cs.Cluster, from, rev, outcome, render) // one change each, not one per generation
 	}
-	rec.Images, rec.Commit, rec.Actor = p.info.content(cs.Revision)
+	contentRev := rev
+	if !p.tracked {
+		contentRev = 0 // no ControllerRevisions: the template is the content
+	}
+	rec.Images, rec.Commit, rec.Actor = p.info.content(contentRev)
 	if rendered != nil && len(interpret.Images(rendered)) > 0 {
 		rec.Images = interpret.Images(rendered) // what the cluster was given, its overrides applied
 	}
-	rec.Actor, p.waiting = p.h.name(p.info, &rec, cs.Cluster, from, cs.Revision, p.now, p.waiting)
+	rec.Actor, p.waiting = p.h.name(p.info, &rec, cs.Cluster, from, rev, p.now, p.waiting)
 	p.recs = append(p.recs, rec)
-	p.next[cs.Cluster] = seen{from: from, to: cs.Revision, outcome: outcome, cause: rec.Cause, render: render}
+	p.next[cs.Cluster] = seen{from: from, to: rev, outcome: outcome, cause: rec.Cause, render: render}
+}
+
+// untrackedRevision numbers a change of a template without a rollout (no revisions are
+// recorded for it): the template's generation its render came from, the same in every
+// cluster and growing with each change; a pass that changed nothing keeps the number recorded.
+func (p *historyPass) untrackedRevision(had, changed bool, prev seen) int64 {
+	if had && !changed && prev.outcome != history.OutcomeRemoved {
+		return prev.to
+	}
+	return p.b.BindingSpec().TemplateGeneration
+}
+
+// untrackedDetail says what changed without a rollout: the template (a new generation), or
+// only what an override renders of the same one.
+func untrackedDetail(from, to int64) string {
+	if from == to {
+		return fmt.Sprintf("an override changed what generation %d of the template renders; applied as it is (no rollout)", to)
+	}
+	return fmt.Sprintf("generation %d of the template applied as it is (no rollout; the revision is the template's generation)", to)
 }
 
 // removals records the clusters the binding left since the last record.
@@ -479,7 +507,10 @@ type lazyContext struct {
 	status   *workv1alpha1.ResourceBindingStatus // the binding's newest
 	releases []rolloutv1alpha1.Release
 	loaded   bool
-	tmpl     map[int64]*unstructured.Unstructured
+	// tracked: the binding has revisions; without, a record's revision is the template's
+	// generation, which no release or ControllerRevision numbers.
+	tracked bool
+	tmpl    map[int64]*unstructured.Unstructured
 
 	tmplLoaded bool
 	current    *unstructured.Unstructured
@@ -519,7 +550,7 @@ func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {
 func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen) (string, string) {
 	spec := l.b.BindingSpec()
 	rels := l.releasesOf()
-	if from > 0 && to < from {
+	if l.tracked && from > 0 && to < from {
 		for _, r := range rels {
 			if r.Spec.Revision == from && (r.Status.Phase == rolloutv1alpha1.ReleaseRolledBack || r.Status.Phase == rolloutv1alpha1.ReleaseAborted) {
 				return history.CauseRollback, fmt.Sprintf("release %s %s: %s", r.Name, strings.ToLower(string(r.Status.Phase)), r.Status.Message)
@@ -531,7 +562,7 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 		if (had && prev.outcome == history.OutcomeRemoved && prev.cause == history.CauseUnmanage) || (prev.cause == history.CauseManage && prev.to == to) {
 			return history.CauseManage, "taken back under Flotilla (manage)"
 		}
-		if r := l.releaseOf(to); r != nil && r.Spec.StableRevision == 0 {
+		if r := l.releaseOf(to); l.tracked && r != nil && r.Spec.StableRevision == 0 {
 			return history.CauseAdoption, "adopted by " + l.waveOf(r, cluster)
 		}
 		if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.Cluster != cluster }) {
@@ -550,8 +581,12 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 		}
 		return history.CausePlacement, "placed by " + l.placedBy()
 	}
-	if r := l.releaseOf(to); r != nil {
-		return history.CauseRelease, l.waveOf(r, cluster)
+	if r := l.releaseOf(to); r != nil && l.tracked {
+		detail := l.waveOf(r, cluster)
+		if windows := overriddenIn(r, cluster); len(windows) > 0 && r.Spec.WindowOverride != nil {
+			detail += fmt.Sprintf(", past change window %s by override: %s", strings.Join(windows, ", "), r.Spec.WindowOverride.Reason)
+		}
+		return history.CauseRelease, detail
 	}
 	return history.CauseApply, fmt.Sprintf("revision %d", to)
 }
@@ -561,6 +596,18 @@ func (l *lazyContext) releaseOf(rev int64) *rolloutv1alpha1.Release {
 	for _, r := range l.releasesOf() {
 		if r.Spec.Revision == rev {
 			return &r
+		}
+	}
+	return nil
+}
+
+// overriddenIn are the change windows the release took cluster past by override.
+func overriddenIn(r *rolloutv1alpha1.Release, cluster string) []string {
+	for _, w := range r.Status.Waves {
+		for _, c := range w.Clusters {
+			if c.Name == cluster {
+				return c.OverriddenWindows
+			}
 		}
 	}
 	return nil
@@ -787,6 +834,10 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 			return "", &actorQuery{refs: targetPolicyRefs(t.targetPolicies), notAfter: now, otherwise: "application " + t.namespace + "/" + t.name}
 		}
 	}
+	if r := l.releaseOf(to); cause == history.CauseRelease && r != nil && r.Spec.WindowOverride != nil && len(overriddenIn(r, cluster)) > 0 {
+		// Past a change window, the change is the overrider's: the release's newest writer.
+		return "", &actorQuery{refs: []audit.Ref{{Group: rolloutv1alpha1.GroupVersion.Group, Resource: "releases", Namespace: r.Namespace, Name: r.Name}}, notAfter: now}
+	}
 	switch cause {
 	case history.CausePlacement, history.CauseRelease, history.CauseApply, history.CauseAdoption:
 		// An Application writes its templates and their policy: it is the actor, not the
@@ -815,7 +866,7 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 	case history.CauseRelease, history.CauseApply, history.CauseAdoption:
 		at, ok := l.recorded[to]
 		ref, known := l.templateRef()
-		if cause == history.CauseApply && to == 0 && known {
+		if cause == history.CauseApply && (to == 0 || !l.tracked) && known {
 			return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: now} // no revision: the template's last writer
 		}
 		if !ok || !known {

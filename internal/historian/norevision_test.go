@@ -3,6 +3,7 @@ package historian
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 // the image the cluster was given. Replicas moving are not a change of what runs.
 func TestChangesWithoutRevisionsAreRecordedPerCluster(t *testing.T) {
 	tmpl, b := webBinding("u3", 1, workv1alpha1.ClusterStatus{Cluster: "east", Applied: true, Health: workv1alpha1.HealthHealthy}, workv1alpha1.ClusterStatus{Cluster: "west", Applied: true, Health: workv1alpha1.HealthHealthy})
+	b.Spec.TemplateGeneration = 1
 	c, store, h, req := historianOf(tmpl, b)
 	ctx := context.Background()
 	work := func(cluster, image string, replicas int32, env string, applied bool) {
@@ -68,7 +70,7 @@ func TestChangesWithoutRevisionsAreRecordedPerCluster(t *testing.T) {
 	records := func() []string {
 		var out []string
 		for _, r := range store.recs {
-			out = append(out, r.Cluster+" "+r.Cause+" "+r.Outcome+" "+strings.Join(r.Images, ","))
+			out = append(out, fmt.Sprintf("%s r%d->%d %s %s %s", r.Cluster, r.FromRevision, r.ToRevision, r.Cause, r.Outcome, strings.Join(r.Images, ",")))
 		}
 		slices.Sort(out)
 		return out
@@ -77,12 +79,21 @@ func TestChangesWithoutRevisionsAreRecordedPerCluster(t *testing.T) {
 	work("east", "web:1", 2, "a", true)
 	work("west", "web:1", 2, "a", true)
 	health("east", workv1alpha1.HealthHealthy)
-	want := []string{"east placement healthy web:1", "west placement healthy web:1"}
+	want := []string{"east r0->1 placement healthy web:1", "west r0->1 placement healthy web:1"}
 	if got := records(); !slices.Equal(got, want) {
 		t.Fatalf("first placement: records %v, want %v", got, want)
 	}
 
-	// The template changes: east's new render is written but not applied yet, nothing happened.
+	// The template changes (generation 3: a scale made 2 in between): east's new render is
+	// written but not applied yet, nothing happened.
+	cur := &workv1alpha1.ResourceBinding{}
+	if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.TemplateGeneration = 3
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
 	work("east", "web:2", 2, "a", false)
 	health("east", workv1alpha1.HealthHealthy)
 	if got := records(); !slices.Equal(got, want) {
@@ -91,7 +102,7 @@ func TestChangesWithoutRevisionsAreRecordedPerCluster(t *testing.T) {
 	work("east", "web:2", 2, "a", true)
 	health("east", workv1alpha1.HealthProgressing)
 	health("east", workv1alpha1.HealthHealthy)
-	want = append(want, "east apply applied web:2", "east apply healthy web:2")
+	want = append(want, "east r1->3 apply applied web:2", "east r1->3 apply healthy web:2")
 	slices.Sort(want)
 	if got := records(); !slices.Equal(got, want) {
 		t.Fatalf("after the change: records %v, want %v", got, want)
@@ -107,9 +118,18 @@ func TestChangesWithoutRevisionsAreRecordedPerCluster(t *testing.T) {
 	// An override changes west's env only; the binding's generation stays: still one record.
 	work("west", "web:1", 3, "b", true)
 	health("west", workv1alpha1.HealthHealthy)
-	want = append(want, "west apply healthy web:1")
+	want = append(want, "west r1->3 apply healthy web:1")
 	slices.Sort(want)
 	if got := records(); !slices.Equal(got, want) {
 		t.Fatalf("after an override change: records %v, want %v", got, want)
+	}
+}
+
+func TestUntrackedDetailSaysWhatChanged(t *testing.T) {
+	if got := untrackedDetail(1, 3); !strings.HasPrefix(got, "generation 3 of the template applied as it is") {
+		t.Errorf("template change: %q", got)
+	}
+	if got := untrackedDetail(3, 3); !strings.HasPrefix(got, "an override changed what generation 3 of the template renders") {
+		t.Errorf("override change: %q", got)
 	}
 }

@@ -147,6 +147,8 @@ type step struct {
 	// held are the clusters change windows (see windowHolds) or the template's dependencies
 	// (see dependencyHolds) hold now, with why.
 	held map[string]fmt.Stringer
+	// overridden are the clusters that pass windows now by the release's override, with them.
+	overridden map[string][]string
 }
 
 func (s *step) after(d time.Duration) {
@@ -324,7 +326,15 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 	if stop, err := c.backgroundAnalysis(ctx, s, waves); stop || err != nil {
 		return err
 	}
-	c.catchUpFinishedWaves(ctx, s, waves)
+	// A status from before the latest pins (or placement) were rendered says nothing about them:
+	// the wave waits for a fresh one rather than judging, or resetting its clock, on it.
+	bst, _ := c.Board.Of(s.binding)
+	s.statusFresh = bst.ObservedGeneration == s.binding.GetGeneration()
+	clusterStatus := map[string]workv1alpha1.ClusterStatus{}
+	for _, cs := range bst.Clusters {
+		clusterStatus[cs.Cluster] = cs
+	}
+	c.catchUpFinishedWaves(ctx, s, waves, clusterStatus)
 	if rel.Spec.Paused {
 		if status.Phase != rolloutv1alpha1.ReleasePaused {
 			status.Phase, status.Message = rolloutv1alpha1.ReleasePaused, "paused; `flotilla release resume` goes on"
@@ -344,14 +354,6 @@ func (c *Controller) step(ctx context.Context, s *step, retry bool) error {
 		for i := int(status.CurrentWave); i < len(waves); i++ {
 			s.pinAll(waves[i].Clusters)
 		}
-	}
-	// A status from before the latest pins (or placement) were rendered says nothing about them:
-	// the wave waits for a fresh one rather than judging, or resetting its clock, on it.
-	bst, _ := c.Board.Of(s.binding)
-	s.statusFresh = bst.ObservedGeneration == s.binding.GetGeneration()
-	clusterStatus := map[string]workv1alpha1.ClusterStatus{}
-	for _, cs := range bst.Clusters {
-		clusterStatus[cs.Cluster] = cs
 	}
 	for int(status.CurrentWave) < len(waves) {
 		i := int(status.CurrentWave)
@@ -427,8 +429,9 @@ func (c *Controller) backgroundAnalysis(ctx context.Context, s *step, waves []Wa
 }
 
 // catchUpFinishedWaves gives clusters that joined a finished wave, or returned to it, the new
-// revision at once; those that left stay listed, as Left with the reason.
-func (c *Controller) catchUpFinishedWaves(ctx context.Context, s *step, waves []Wave) {
+// revision at once (unless a change window holds them); those that left stay listed, as Left
+// with the reason, and those that returned show Healthy once they run the revision so.
+func (c *Controller) catchUpFinishedWaves(ctx context.Context, s *step, waves []Wave, reported map[string]workv1alpha1.ClusterStatus) {
 	rel, status := s.rel, s.status
 	for i := 0; i < int(status.CurrentWave) && i < len(waves); i++ {
 		ws := &status.Waves[i]
@@ -436,11 +439,19 @@ func (c *Controller) catchUpFinishedWaves(ctx context.Context, s *step, waves []
 		ws.Clusters = slices.DeleteFunc(ws.Clusters, func(cr rolloutv1alpha1.ClusterRelease) bool { return !slices.Contains(waves[i].Clusters, cr.Name) })
 		markLeft(ctx, c.Client, s.binding, ws, previous, waves[i].Lost, s.active)
 		for j := range ws.Clusters {
-			if cr := &ws.Clusters[j]; cr.Phase == rolloutv1alpha1.ClusterLeft && slices.Contains(waves[i].Clusters, cr.Name) {
+			cr := &ws.Clusters[j]
+			if cr.Phase == rolloutv1alpha1.ClusterLeft && slices.Contains(waves[i].Clusters, cr.Name) {
 				cr.Phase, cr.Message = rolloutv1alpha1.ClusterUpdating, fmt.Sprintf("returned to the release; takes revision %d", rel.Spec.Revision)
 			}
+			if h, held := s.held[cr.Name]; held && cr.Phase == rolloutv1alpha1.ClusterUpdating && s.pinnedTo(cr.Name) != rel.Spec.Revision {
+				cr.Message = h.String()
+			}
+			if cs := reported[cr.Name]; cr.Phase == rolloutv1alpha1.ClusterUpdating && s.statusFresh &&
+				cs.Applied && cs.Revision == rel.Spec.Revision && cs.Health == workv1alpha1.HealthHealthy {
+				cr.Phase, cr.Message = rolloutv1alpha1.ClusterHealthy, ""
+			}
 		}
-		s.pinAll(waves[i].Clusters)
+		s.pinAll(slices.DeleteFunc(slices.Clone(waves[i].Clusters), func(cl string) bool { _, held := s.held[cl]; return held }))
 	}
 }
 
@@ -536,6 +547,7 @@ func (c *Controller) advanceWave(ctx context.Context, s *step, i int, wave Wave,
 	if v.ProgressSince != nil {
 		ws.ProgressSince = &metav1.MicroTime{Time: *v.ProgressSince}
 	}
+	s.keepOverrides(ws.Clusters, v.Clusters)
 	ws.Clusters = v.Clusters
 	switch {
 	case !v.Judged:
@@ -609,6 +621,14 @@ func (c *Controller) failed(ctx context.Context, s *step, reason string) error {
 	return nil
 }
 
+// backOnReturn says what a cluster that left a rolled-back release runs once it returns.
+func backOnReturn(stable int64) string {
+	if stable == 0 {
+		return "the release rolled back: handed back to unmanaged once it returns"
+	}
+	return fmt.Sprintf("the release rolled back: runs revision %d once it returns", stable)
+}
+
 // rollback returns exactly the clusters this release updated to the stable revision.
 func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha1.ReleasePhase, reason string) error {
 	// Every pin off the stable revision is this release's doing (or a superseded one's it took
@@ -645,8 +665,16 @@ func (c *Controller) rollback(ctx context.Context, s *step, phase rolloutv1alpha
 		w := &s.status.Waves[i]
 		touched := false
 		for j := range w.Clusters {
-			if updated[w.Clusters[j].Name] {
-				w.Clusters[j].Phase, touched = rolloutv1alpha1.ClusterRolledBack, true
+			cr := &w.Clusters[j]
+			switch {
+			case updated[cr.Name] && cr.Phase == rolloutv1alpha1.ClusterLeft:
+				// Gone, it stays Left with why; what it gets back is the stable revision.
+				if back := backOnReturn(s.revs.Stable); !strings.HasSuffix(cr.Message, back) {
+					cr.Message = orText(cr.Message, "left the release") + "; " + back
+				}
+				touched = true
+			case updated[cr.Name]:
+				cr.Phase, touched = rolloutv1alpha1.ClusterRolledBack, true
 			}
 		}
 		if touched {

@@ -14,6 +14,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/changewindow"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/names"
 )
@@ -136,5 +137,49 @@ func TestWhyLeftNamesAFailoverEviction(t *testing.T) {
 	const want = "lost/unreachable: evicted by ClusterFailover: cluster europe is unreachable; its 3 replicas moved to the other clusters; the release goes on without it, and it rejoins when it returns"
 	if got := whyLeft(context.Background(), c, b, "europe"); got != want {
 		t.Errorf("whyLeft = %q\nwant      %q", got, want)
+	}
+}
+
+// A cluster that returns to a finished wave takes the revision, unless a change window holds
+// it, and shows Healthy once it runs it so (not "returned" until the release ends).
+func TestAReturnedClusterCatchesUpAndTurnsHealthy(t *testing.T) {
+	c := &Controller{Client: fake.NewClientBuilder().WithScheme(kube.Scheme).Build()}
+	rel := &rolloutv1alpha1.Release{Spec: rolloutv1alpha1.ReleaseSpec{Revision: 2, StableRevision: 1}}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment"}}
+	status := &rolloutv1alpha1.ReleaseStatus{CurrentWave: 1, Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveSucceeded,
+		Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterLeft, Message: "lost/unreachable"}, {Name: "west", Phase: rolloutv1alpha1.ClusterLeft}}}}}
+	s := &step{rel: rel, status: status, binding: b, revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1}, statusFresh: true,
+		held: map[string]changewindow.Hold{"west": {Windows: []string{"freeze"}, Deny: true, Overridable: true}}}
+	waves := []Wave{{Name: "first", Clusters: []string{"east", "west"}}}
+	c.catchUpFinishedWaves(context.Background(), s, waves, nil)
+	if s.pinnedTo("east") != 2 || s.pinnedTo("west") != 1 {
+		t.Fatalf("pins east %d west %d: want east caught up, west held by the window", s.pinnedTo("east"), s.pinnedTo("west"))
+	}
+	if cr := status.Waves[0].Clusters[1]; !strings.HasPrefix(cr.Message, "held by change window freeze") {
+		t.Errorf("west: %s %q", cr.Phase, cr.Message)
+	}
+	c.catchUpFinishedWaves(context.Background(), s, waves, map[string]workv1alpha1.ClusterStatus{"east": {Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy}})
+	if cr := status.Waves[0].Clusters[0]; cr.Phase != rolloutv1alpha1.ClusterHealthy || cr.Message != "" {
+		t.Errorf("east runs revision 2 healthy: %s %q", cr.Phase, cr.Message)
+	}
+}
+
+// A rollback keeps a cluster that left as Left with why, and says what it gets back.
+func TestRollbackKeepsALeftClusterLeft(t *testing.T) {
+	c := &Controller{Client: fake.NewClientBuilder().WithScheme(kube.Scheme).Build()}
+	rel := &rolloutv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-r2"}, Spec: rolloutv1alpha1.ReleaseSpec{Revision: 2, StableRevision: 1}}
+	status := &rolloutv1alpha1.ReleaseStatus{UpdatedClusters: []string{"east", "west"}, Waves: []rolloutv1alpha1.WaveStatus{{Name: "first",
+		Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterLeft, Message: "lost/unreachable: not Ready"}, {Name: "west", Phase: rolloutv1alpha1.ClusterDegraded}}}}}
+	s := &step{rel: rel, status: status, binding: &workv1alpha1.ResourceBinding{}, revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1,
+		Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 2}, {Cluster: "west", Revision: 2}}}}
+	if err := c.rollback(context.Background(), s, rolloutv1alpha1.ReleaseRolledBack, "wave first: Degraded in west"); err != nil {
+		t.Fatal(err)
+	}
+	east, west := status.Waves[0].Clusters[0], status.Waves[0].Clusters[1]
+	if east.Phase != rolloutv1alpha1.ClusterLeft || east.Message != "lost/unreachable: not Ready; the release rolled back: runs revision 1 once it returns" {
+		t.Errorf("east: %s %q", east.Phase, east.Message)
+	}
+	if west.Phase != rolloutv1alpha1.ClusterRolledBack || len(s.revs.Pins) != 0 {
+		t.Errorf("west %s, pins %v", west.Phase, s.revs.Pins)
 	}
 }

@@ -23,6 +23,10 @@ import (
 type SteerOptions struct {
 	// Full: promote every remaining wave at once, skipping gates (promote --full).
 	Full bool
+	// OverrideWindow: pass the change windows that hold the release and allow overrides, for
+	// Reason (promote --override-window --reason TEXT).
+	OverrideWindow bool
+	Reason         string
 	// Command is the command line's name as the user invoked it ("flotilla", "kubectl
 	// flotilla"), for the hints that name the next command.
 	Command string
@@ -139,6 +143,9 @@ func HeldBy(rel *rolloutv1alpha1.Release) string {
 // Inconclusive analysis step), else the wave's gates; --full every remaining wave.
 func planPromote(rel *rolloutv1alpha1.Release, opts SteerOptions, background rolloutv1alpha1.AnalysisPhase) (func(*rolloutv1alpha1.ReleaseSpec), string, error) {
 	name := "release/" + rel.Name
+	if opts.OverrideWindow {
+		return planOverride(rel, opts)
+	}
 	if why := HeldBy(rel); why != "" {
 		return nil, "", fmt.Errorf("%s is held: %s; promote cannot pass that: fix what it names and the release goes on by itself", name, why)
 	}
@@ -204,6 +211,30 @@ func planPromote(rel *rolloutv1alpha1.Release, opts SteerOptions, background rol
 		return nil, "", fmt.Errorf("%s: %s has no gate to pass; it moves on once its clusters run revision %d healthy (%s)", name, where, rel.Spec.Revision, orNone(ws.Message))
 	}
 	return approve, fmt.Sprintf("promoted%s: %s will pass its gates (%s) as soon as its clusters run revision %d healthy", resumed, where, strings.Join(gates, ", "), rel.Spec.Revision), nil
+}
+
+// planOverride lets the release pass the change windows that hold it (now or later in the
+// release), when they allow overrides.
+func planOverride(rel *rolloutv1alpha1.Release, opts SteerOptions) (func(*rolloutv1alpha1.ReleaseSpec), string, error) {
+	name := "release/" + rel.Name
+	reason := strings.TrimSpace(opts.Reason)
+	switch {
+	case reason == "":
+		return nil, "", fmt.Errorf("--override-window needs --reason TEXT: why the change cannot wait is recorded in the release and in history")
+	case len(reason) > 512:
+		return nil, "", fmt.Errorf("--reason: %d characters; write at most 512", len(reason))
+	case rel.Spec.WindowOverride != nil:
+		return nil, "", fmt.Errorf("%s overrides the change windows already (reason: %s)", name, rel.Spec.WindowOverride.Reason)
+	case strings.HasPrefix(rel.Status.Message, heldMark+"wave ") && strings.Contains(rel.Status.Message, "(no override"):
+		return nil, "", fmt.Errorf("%s: %s; a hard freeze ends only when the platform changes or deletes the window", name, strings.TrimPrefix(rel.Status.Message, heldMark))
+	}
+	what := "passes the change windows that hold it (those that allow overrides), for: " + reason
+	if !strings.HasPrefix(rel.Status.Message, heldMark+"wave ") {
+		what = "will pass any change window that holds it from now on (none holds it now), for: " + reason
+	}
+	return func(s *rolloutv1alpha1.ReleaseSpec) {
+		s.WindowOverride = &rolloutv1alpha1.WindowOverride{Reason: reason}
+	}, what, nil
 }
 
 // waveGates names the gates of the release's wave called name.

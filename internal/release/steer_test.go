@@ -181,3 +181,29 @@ func TestSteeringHintsNameTheCommand(t *testing.T) {
 		t.Error("the plan of pause does not pause")
 	}
 }
+
+func TestPromoteOverrideWindowNeedsAReasonAndRespectsHardFreezes(t *testing.T) {
+	held := rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, CurrentWave: 1,
+		Waves:   []rolloutv1alpha1.WaveStatus{{Name: "east", Phase: rolloutv1alpha1.WaveSucceeded}, {Name: "west", Phase: rolloutv1alpha1.WavePending}},
+		Message: "held: wave 2/2 (west) not started: west held by change window freeze until 2026-11-27 18:00:00 UTC"}
+	rel := webRelease(2, 1, held, policyv1alpha1.Wave{Name: "east"}, policyv1alpha1.Wave{Name: "west"})
+	if _, _, err := release.PlanSteer(rel, "promote", release.SteerOptions{OverrideWindow: true}, ""); err == nil || !strings.Contains(err.Error(), "--reason") {
+		t.Errorf("no reason: %v", err)
+	}
+	change, what, err := release.PlanSteer(rel, "promote", release.SteerOptions{OverrideWindow: true, Reason: " CVE-2026-1234 "}, "")
+	if err != nil || !strings.HasPrefix(what, "passes the change windows that hold it") {
+		t.Fatalf("%q %v", what, err)
+	}
+	change(&rel.Spec)
+	if rel.Spec.WindowOverride == nil || rel.Spec.WindowOverride.Reason != "CVE-2026-1234" || rel.Spec.PromotedWave != nil {
+		t.Errorf("spec %+v: want only the override", rel.Spec)
+	}
+	if _, _, err := release.PlanSteer(rel, "promote", release.SteerOptions{OverrideWindow: true, Reason: "again"}, ""); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Errorf("twice: %v", err)
+	}
+	hard := held
+	hard.Message += " (no override: the window is a hard freeze)"
+	if _, _, err := release.PlanSteer(webRelease(2, 1, hard), "promote", release.SteerOptions{OverrideWindow: true, Reason: "x"}, ""); err == nil || !strings.Contains(err.Error(), "hard freeze") {
+		t.Errorf("hard freeze: %v", err)
+	}
+}

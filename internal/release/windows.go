@@ -48,6 +48,10 @@ func (c *Controller) windowHolds(ctx context.Context, s *step, placed []clusterv
 			continue
 		}
 		if rel.Spec.WindowOverride != nil && hold.Overridable {
+			if s.overridden == nil {
+				s.overridden = map[string][]string{}
+			}
+			s.overridden[cl.Name] = hold.Windows
 			for _, w := range hold.Windows {
 				if !slices.Contains(s.status.OverriddenWindows, w) {
 					s.status.OverriddenWindows = append(s.status.OverriddenWindows, w)
@@ -95,6 +99,11 @@ func (c *Controller) windowSubject(ctx context.Context, rel *rolloutv1alpha1.Rel
 	return subject, nil
 }
 
+// HeldByWindow says whether a cluster's message in a release says change windows hold it.
+func HeldByWindow(message string) bool {
+	return strings.HasPrefix(message, "held by change window") || strings.HasPrefix(message, "held outside allow window")
+}
+
 // heldIn returns the holds of those clusters that windows hold, as "CLUSTER held by ...".
 func (s *step) heldIn(clusters []string) []string {
 	var out []string
@@ -115,6 +124,23 @@ func (s *step) holdWave(i int, ws *rolloutv1alpha1.WaveStatus, what string, hold
 	}
 	ws.Message = what + ": " + strings.Join(holds, "; ")
 	s.status.Message = fmt.Sprintf("%swave %d/%d (%s) %s", heldMark, i+1, len(s.status.Waves), ws.Name, ws.Message)
+}
+
+// keepOverrides carries the windows each cluster passed by override into the wave's new
+// cluster list: from this reconcile's holds, else from the list before (once a cluster took
+// the revision no window is looked at for it again).
+func (s *step) keepOverrides(before, now []rolloutv1alpha1.ClusterRelease) {
+	for j := range now {
+		if w, ok := s.overridden[now[j].Name]; ok {
+			now[j].OverriddenWindows = w
+			continue
+		}
+		for _, b := range before {
+			if b.Name == now[j].Name {
+				now[j].OverriddenWindows = b.OverriddenWindows
+			}
+		}
+	}
 }
 
 // heldReasons is the judge's view of the holds: cluster to why.

@@ -103,7 +103,8 @@ func TestChangeWindowsHoldAReleaseInTheClustersTheySelect(t *testing.T) {
 	}
 	eventually(t, "the overriding release succeeded", func() bool {
 		r := get("web-deployment-r2")
-		return r.Status.Phase == rolloutv1alpha1.ReleaseSucceeded && slices.Equal(r.Status.OverriddenWindows, []string{"freeze"})
+		return r.Status.Phase == rolloutv1alpha1.ReleaseSucceeded && slices.Equal(r.Status.OverriddenWindows, []string{"freeze"}) &&
+			slices.Equal(r.Status.Waves[1].Clusters[0].OverriddenWindows, []string{"freeze"}) && len(r.Status.Waves[0].Clusters[0].OverriddenWindows) == 0
 	})
 
 	// The next release waits again; deleting the window frees it.

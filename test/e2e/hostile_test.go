@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -231,4 +233,76 @@ func TestHostileTenantCLIFailsLoudly(t *testing.T) {
 		g.Expect(err).To(gomega.HaveOccurred(), "%s exits non-zero:\n%s", strings.Join(tc.args, " "), out)
 		g.Expect(err.Error()).To(gomega.ContainSubstring(tc.says), strings.Join(tc.args, " "))
 	}
+}
+
+// Given two teams, when one tries to freeze or thaw the other (a platform-wide window, a window
+// in the other's namespace or naming it, reading or deleting the other's windows), then each is
+// refused; its own always-open window holds only its own releases; and a platform hard freeze
+// over its namespace holds its release whatever override it writes, a reason with terminal
+// escapes included.
+func TestHostileTenantCannotFreezeOrThawOtherTeams(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	victim := hostileTeam(t, g, "hostile-w1", "victor")
+	mallory := hostileTeam(t, g, "hostile-w2", "mallory")
+	always := rolloutv1alpha1.ChangeWindowSpec{Kind: rolloutv1alpha1.WindowDeny, Schedule: "* * * * *", Duration: "1h"}
+	forbidden(g, mallory.Create(ctx, &rolloutv1alpha1.ClusterChangeWindow{ObjectMeta: metav1.ObjectMeta{Name: "hostile-freeze-all"}, Spec: always}), "")
+	forbidden(g, mallory.Create(ctx, &rolloutv1alpha1.ChangeWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile-w1", Name: "freeze"}, Spec: always}), "")
+	naming := always
+	naming.Namespaces = []string{"hostile-w1"}
+	err := mallory.Create(ctx, &rolloutv1alpha1.ChangeWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile-w2", Name: "reach"}, Spec: naming})
+	g.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(gomega.ContainSubstring("spec.namespaces"))
+	victimWindow := &rolloutv1alpha1.ChangeWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile-w1", Name: "nights"},
+		Spec: rolloutv1alpha1.ChangeWindowSpec{Kind: rolloutv1alpha1.WindowAllow, Schedule: "0 22 * * *", Duration: "6h"}}
+	g.Expect(victim.Create(ctx, victimWindow)).To(gomega.Succeed())
+	forbidden(g, mallory.List(ctx, &rolloutv1alpha1.ChangeWindowList{}, client.InNamespace("hostile-w1")), "")
+	forbidden(g, mallory.Delete(ctx, victimWindow), "")
+	g.Expect(victim.Delete(ctx, victimWindow)).To(gomega.Succeed())
+	g.Expect(mallory.Create(ctx, &rolloutv1alpha1.ChangeWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile-w2", Name: "own"}, Spec: always})).To(gomega.Succeed())
+
+	// Mallory's own window holds the victim's release in no cluster.
+	release := func(c client.Client, ns string) *appsv1.Deployment {
+		policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"east"}}},
+			Rollout:           &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{{Name: "only", ClusterNames: []string{"east"}}}}}}
+		web := webDeployment(ns, 1)
+		g.Expect(c.Create(ctx, policy)).To(gomega.Succeed())
+		g.Expect(c.Create(ctx, web)).To(gomega.Succeed())
+		g.Eventually(func() string { return memberImage(t, "east", ns, "web") }).Should(gomega.Equal("registry.example/web:1"))
+		return web
+	}
+	victimWeb := release(victim, "hostile-w1")
+	setImage(t, g, victimWeb, "registry.example/web:2")
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase("hostile-w1", "web-deployment-r2") }).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+
+	// A platform hard freeze over hostile-w2: its own release stays held whatever it writes.
+	createAll(t, g, &rolloutv1alpha1.ClusterChangeWindow{ObjectMeta: metav1.ObjectMeta{Name: "hostile-w2-hard-freeze"}, Spec: rolloutv1alpha1.ChangeWindowSpec{
+		Kind: rolloutv1alpha1.WindowDeny, Schedule: "* * * * *", Duration: "1h", Namespaces: []string{"hostile-w2"}, Overridable: ptr.To(false)}})
+	g.Expect(mallory.Delete(ctx, &rolloutv1alpha1.ChangeWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile-w2", Name: "own"}})).To(gomega.Succeed())
+	malloryWeb := release(mallory, "hostile-w2")
+	setImage(t, g, malloryWeb, "registry.example/web:2")
+	rel := "web-deployment-r2"
+	message := func() string {
+		if r := getRelease("hostile-w2", rel); r != nil {
+			return r.Status.Message
+		}
+		return ""
+	}
+	g.Eventually(message).Should(gomega.ContainSubstring("hostile-w2-hard-freeze"))
+	path, err := fleet.UserKubeconfig("", "mallory", "hostile-w2-devs")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	_, err = flotilla("release", "promote", "deployment/web", "-n", "hostile-w2", "--override-window", "--reason", "trust me", "--kubeconfig", path)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("hard freeze")))
+	r := getRelease("hostile-w2", rel)
+	r.Spec.WindowOverride = &rolloutv1alpha1.WindowOverride{Reason: "\x1b[2Jall clear"}
+	err = mallory.Update(ctx, r)
+	g.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "a reason with terminal escapes: %v", err)
+	g.Expect(err.Error()).To(gomega.ContainSubstring("control characters"))
+	r = getRelease("hostile-w2", rel)
+	r.Spec.WindowOverride = &rolloutv1alpha1.WindowOverride{Reason: "written by hand"}
+	g.Expect(mallory.Update(ctx, r)).To(gomega.Succeed(), "the override is a switch the team may write")
+	g.Consistently(func() string { return memberImage(t, "east", "hostile-w2", "web") }, 5*time.Second).Should(gomega.Equal("registry.example/web:1"))
+	g.Expect(message()).To(gomega.ContainSubstring("no override"))
 }

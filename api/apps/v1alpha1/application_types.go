@@ -33,10 +33,12 @@ const (
 	ReasonObjectNotAllowed     = "ObjectNotAllowed"
 	ReasonApplyFailed          = "ApplyFailed"
 	ReasonSuspended            = "Suspended"
-	ReasonPlaced               = "Placed"
-	ReasonNoTarget             = "NoTarget"
-	ReasonTargetConflict       = "TargetConflict"
-	ReasonClustersNotAllowed   = "ClustersNotAllowed"
+	// ReasonHeldByWindow: a change window holds the new render; the one in force stays.
+	ReasonHeldByWindow       = "HeldByWindow"
+	ReasonPlaced             = "Placed"
+	ReasonNoTarget           = "NoTarget"
+	ReasonTargetConflict     = "TargetConflict"
+	ReasonClustersNotAllowed = "ClustersNotAllowed"
 	// ReasonPolicyNameTaken: a policy of the generated placement's name exists and is not
 	// Flotilla's for this Application.
 	ReasonPolicyNameTaken = "PolicyNameTaken"

@@ -154,5 +154,6 @@ type WindowOverride struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:cntrl:]]')",message="reason: write plain text on one line, without control characters"
 	Reason string `json:"reason"`
 }

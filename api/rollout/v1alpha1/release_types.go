@@ -166,6 +166,13 @@ type ClusterRelease struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Traffic string `json:"traffic,omitempty"`
+	// overriddenWindows are the change windows the cluster took the revision past, by the
+	// release's spec.windowOverride.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=317
+	OverriddenWindows []string `json:"overriddenWindows,omitempty"`
 }
 
 // WaveStatus is one wave of the release.

@@ -415,7 +415,8 @@
       return h('div', { class: 'wave' + (i === (st.currentWave || 0) && !over ? ' current' : ''), 'data-wave': w.name },
         h('div', {}, h('strong', {}, w.name), ' ', h('span', { class: 'phase ' + w.phase }, w.phase)),
         w.message ? h('div', { class: 'muted' }, w.message) : null,
-        h('div', {}, (w.clusters || []).map((c) => h('div', { 'data-cluster': c.name }, h('span', { class: 'phase ' + c.phase }, '● '), c.name + ' ', h('span', { class: 'muted' }, c.phase), c.traffic ? h('span', { class: 'traffic' }, ' · traffic ' + c.traffic) : null))),
+        h('div', {}, (w.clusters || []).map((c) => h('div', { 'data-cluster': c.name }, h('span', { class: 'phase ' + c.phase }, '● '), c.name + ' ', h('span', { class: 'muted' }, c.phase), c.traffic ? h('span', { class: 'traffic' }, ' · traffic ' + c.traffic) : null,
+          c.message && ['Pending', 'Left', 'Degraded'].includes(c.phase) ? h('span', { class: 'muted' }, ' · ' + c.message) : null))),
         steps.length ? h('ol', { class: 'steps' }, steps.map((label, k) => h('li', { class: k === w.currentStep ? 'now' : '' }, label))) : null);
     });
     return h('div', {},

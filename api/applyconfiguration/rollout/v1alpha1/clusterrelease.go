@@ -18,6 +18,9 @@ type ClusterReleaseApplyConfiguration struct {
 	// traffic is the split the cluster's routes or active Service are rendered with, for a
 	// release with trafficRouting or blueGreen: "stable 80% / canary 20%", "active → new stack".
 	Traffic *string `json:"traffic,omitempty"`
+	// overriddenWindows are the change windows the cluster took the revision past, by the
+	// release's spec.windowOverride.
+	OverriddenWindows []string `json:"overriddenWindows,omitempty"`
 }
 
 // ClusterReleaseApplyConfiguration constructs a declarative configuration of the ClusterRelease type for use with
@@ -55,5 +58,15 @@ func (b *ClusterReleaseApplyConfiguration) WithMessage(value string) *ClusterRel
 // If called multiple times, the Traffic field is set to the value of the last call.
 func (b *ClusterReleaseApplyConfiguration) WithTraffic(value string) *ClusterReleaseApplyConfiguration {
 	b.Traffic = &value
+	return b
+}
+
+// WithOverriddenWindows adds the given value to the OverriddenWindows field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the OverriddenWindows field.
+func (b *ClusterReleaseApplyConfiguration) WithOverriddenWindows(values ...string) *ClusterReleaseApplyConfiguration {
+	for i := range values {
+		b.OverriddenWindows = append(b.OverriddenWindows, values[i])
+	}
 	return b
 }
