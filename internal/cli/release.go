@@ -624,8 +624,8 @@ func (t *releaseTarget) clusterState(i int, cl rolloutv1alpha1.ClusterRelease, c
 		}
 		return string(cl.Phase), ""
 	}
-	if pinned != rel.Spec.Revision && release.HeldByWindow(cl.Message) {
-		return string(rolloutv1alpha1.ClusterPending), cl.Message // the controller's reading of the windows
+	if pinned != rel.Spec.Revision && (release.HeldByWindow(cl.Message) || release.HeldByDependencies(cl.Message)) {
+		return string(rolloutv1alpha1.ClusterPending), cl.Message // the controller's reading of the windows and dependencies
 	}
 	if pinned != rel.Spec.Revision {
 		cur := int(rel.Status.CurrentWave)

@@ -236,6 +236,20 @@ func TestReleaseTreeSaysWhatTheLiveStatusShows(t *testing.T) {
 			notWant: []string{"now: revision 0", "0 of 1"},
 		},
 		{
+			name: "a cluster that waits for its dependencies",
+			revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1, Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 2}}},
+			clusters: []workv1alpha1.ClusterStatus{
+				{Cluster: "east", Applied: true, Revision: 2, Health: workv1alpha1.HealthHealthy},
+				{Cluster: "west", Applied: true, Revision: 1, Health: workv1alpha1.HealthHealthy},
+			},
+			status: rolloutv1alpha1.ReleaseStatus{Phase: rolloutv1alpha1.ReleaseProgressing, Waves: []rolloutv1alpha1.WaveStatus{
+				{Name: "fleet", Phase: rolloutv1alpha1.WaveUpdating, Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterHealthy},
+					{Name: "west", Phase: rolloutv1alpha1.ClusterPending, Message: "waits for dependencies: Application shop/db is Progressing in cluster west"}}},
+			}},
+			want:    []string{"west  Pending  [deployment rev 1 registry.example/web:1 Healthy]  waits for dependencies: Application shop/db is Progressing in cluster west"},
+			notWant: []string{"free slot"},
+		},
+		{
 			name: "a cluster a change window holds",
 			revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1, Pins: []workv1alpha1.RevisionPin{{Cluster: "east", Revision: 2}}},
 			clusters: []workv1alpha1.ClusterStatus{

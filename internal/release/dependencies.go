@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -16,7 +17,13 @@ const dependencyRecheck = 5 * time.Second
 // dependencyWait is a cluster a release waits in for the template's dependencies.
 type dependencyWait string
 
-func (w dependencyWait) String() string { return "waits for dependencies: " + string(w) }
+func (w dependencyWait) String() string { return dependencyWaitPrefix + string(w) }
+
+const dependencyWaitPrefix = "waits for dependencies: "
+
+// HeldByDependencies says whether a cluster's message in a release says its dependencies hold
+// it.
+func HeldByDependencies(message string) bool { return strings.HasPrefix(message, dependencyWaitPrefix) }
 
 // dependencyHolds holds, beside the change windows, every placed cluster that has not taken the
 // release's revision while the template's dependencies (spec.dependsOn) do not run there

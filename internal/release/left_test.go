@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -149,7 +150,7 @@ func TestAReturnedClusterCatchesUpAndTurnsHealthy(t *testing.T) {
 	status := &rolloutv1alpha1.ReleaseStatus{CurrentWave: 1, Waves: []rolloutv1alpha1.WaveStatus{{Name: "first", Phase: rolloutv1alpha1.WaveSucceeded,
 		Clusters: []rolloutv1alpha1.ClusterRelease{{Name: "east", Phase: rolloutv1alpha1.ClusterLeft, Message: "lost/unreachable"}, {Name: "west", Phase: rolloutv1alpha1.ClusterLeft}}}}}
 	s := &step{rel: rel, status: status, binding: b, revs: &workv1alpha1.Revisions{Latest: 2, Stable: 1}, statusFresh: true,
-		held: map[string]changewindow.Hold{"west": {Windows: []string{"freeze"}, Deny: true, Overridable: true}}}
+		held: map[string]fmt.Stringer{"west": changewindow.Hold{Windows: []string{"freeze"}, Deny: true, Overridable: true}}}
 	waves := []Wave{{Name: "first", Clusters: []string{"east", "west"}}}
 	c.catchUpFinishedWaves(context.Background(), s, waves, nil)
 	if s.pinnedTo("east") != 2 || s.pinnedTo("west") != 1 {
