@@ -231,13 +231,15 @@ func (c *Controller) mayDelete(ctx context.Context, b workv1alpha1.Binding, clus
 		c.deleteWaits.Delete(key)
 		return true, nil
 	}
-	first, _ := c.deleteWaits.LoadOrStore(key, c.now())
+	first, waited := c.deleteWaits.LoadOrStore(key, c.now())
 	log := ctrl.LoggerFrom(ctx).WithValues("binding", recordKey(b), "cluster", cluster, "dependents", dependents)
 	if c.now().Sub(first.(time.Time)) > deletionOrderLimit {
 		log.Info("Deleting although dependents still run in the cluster", "waited", deletionOrderLimit)
 		c.deleteWaits.Delete(key)
 		return true, nil
 	}
-	log.V(1).Info("Deletion waits for dependents to leave the cluster")
+	if !waited {
+		log.Info("Deletion waits for dependents to leave the cluster") // once per wait, not per look
+	}
 	return false, nil
 }
