@@ -630,13 +630,24 @@ func (f *LocalFleet) apiserverPort(cluster string) int {
 	return f.state.Ports.Members[cluster]
 }
 
-// startAPIServers starts the apiservers at once and waits for each to be ready: they spend
-// most of their start on their own, so starting them together saves most of the time.
+// apiserverStartsAtOnce bounds the apiservers starting together: each spends seconds of CPU
+// and more memory starting than it keeps, so a hundred slim members started at once would
+// thrash two cores and overshoot the machine's memory; the default fleet's four start together.
+const apiserverStartsAtOnce = 8
+
+// startAPIServers starts the apiservers together, at most apiserverStartsAtOnce until ready at
+// a time, and waits for each to be ready: they spend most of their start on their own, so
+// starting them together saves most of the time.
 func (f *LocalFleet) startAPIServers(ctx context.Context, clusters []string) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(clusters))
+	slots := make(chan struct{}, apiserverStartsAtOnce)
 	for i, c := range clusters {
-		wg.Go(func() { errs[i] = f.startAPIServer(ctx, c) })
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			errs[i] = f.startAPIServer(ctx, c)
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
