@@ -655,6 +655,9 @@ func (f *LocalFleet) startAPIServers(ctx context.Context, clusters []string) err
 
 func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 	p := f.proc(cluster+"-apiserver", "kube-apiserver")
+	if m, ok := f.state.Fleet.Member(cluster); ok && m.Slim() {
+		p.env = slimAPIServerEnv
+	}
 	if !p.running() {
 		pk := f.pki()
 		issuer := fmt.Sprintf("https://%s.flotilla.local", cluster)
@@ -679,7 +682,7 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 			"--service-account-key-file=" + pk.path(serviceAcPub),
 			"--service-account-signing-key-file=" + pk.path(serviceAccountKey),
 			"--service-cluster-ip-range=10.96.0.0/16",
-			"--authorization-mode=Node,RBAC",
+			"--authorization-mode=" + f.authorizationModes(cluster),
 			// Front-proxy flags let an aggregated apiserver or a webhook on 127.0.0.1 plug in.
 			"--proxy-client-cert-file=" + pk.path(frontProxyClientCert),
 			"--proxy-client-key-file=" + pk.path(frontProxyClientKey),
@@ -700,6 +703,15 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 	err := f.waitAPIServer(ctx, cluster, 180*time.Second)
 	done(err)
 	return err
+}
+
+// authorizationModes of a cluster's apiserver: a slim member has no kubelets, so no Node
+// authorizer (whose graph watches every pod, node and volume).
+func (f *LocalFleet) authorizationModes(cluster string) string {
+	if m, ok := f.state.Fleet.Member(cluster); ok && m.Slim() {
+		return "RBAC"
+	}
+	return "Node,RBAC"
 }
 
 // memberAPIServerArgs are the extra flags of a member's apiserver: those of its profile.
