@@ -660,7 +660,7 @@ func StartFleet(ctx context.Context, binDir, flotillaBin string, crds []byte, me
 		return nil, nil, err
 	}
 	lf, err := localfleet.Open(localfleet.Options{
-		StateDir: dir, BinDir: binDir, Fleet: localfleet.GeneratedFleet(members), CRDs: crds,
+		StateDir: dir, BinDir: binDir, Fleet: localfleet.GeneratedFleet(members, ""), CRDs: crds,
 		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: managerArgs}, Out: io.Discard,
 	})
 	if err != nil {

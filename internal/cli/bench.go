@@ -20,11 +20,16 @@ import (
 func newBenchCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure Flotilla on the local fleet and print figures"}
 	var sizes []int
+	var profile string
 	var probe probeFlags
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Time `up` to all members Ready, memory per member and of the control plane, and failure detection",
-		Args:  cobra.NoArgs,
+		Example: fmt.Sprintf(`  # Full members, fleets of 3 and 10
+  %[1]s bench up
+  # Slim members for scale work: memory per member and time to Ready at 10 and 30
+  %[1]s bench up --profile slim --members 10,30`, invokedName()),
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := probe.validate(); err != nil {
 				return err
@@ -33,8 +38,12 @@ func newBenchCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			p, err := localfleet.ParseProfile(profile)
+			if err != nil {
+				return fmt.Errorf("--profile %w", err)
+			}
 			for i, n := range sizes {
-				if err := benchUp(cmd.Context(), g, exe, n, probe, i == 0); err != nil {
+				if err := benchUp(cmd.Context(), g, exe, n, p, probe, i == 0); err != nil {
 					return err
 				}
 			}
@@ -42,6 +51,7 @@ func newBenchCommand(g *globals) *cobra.Command {
 		},
 	}
 	up.Flags().IntSliceVar(&sizes, "members", []int{3, 10}, "fleet sizes to measure, one fresh fleet each")
+	up.Flags().StringVar(&profile, "profile", string(localfleet.ProfileFull), "member profile: full (apiserver, controller-manager, scheduler, kwok) or slim (apiserver with small caches and kwok)")
 	probe.add(up)
 	var templates []int
 	var samples int
@@ -230,14 +240,14 @@ func benchPropagate(ctx context.Context, g *globals, exe string, n, samples int,
 
 // benchUp starts a fresh fleet of n members in a temporary state directory, measures it and
 // removes it again.
-func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlags, detectFailure bool) error {
+func benchUp(ctx context.Context, g *globals, exe string, n int, profile localfleet.Profile, probe probeFlags, detectFailure bool) error {
 	out := g.streams.Out
 	dir, err := os.MkdirTemp("", "flotilla-bench-")
 	if err != nil {
 		return err
 	}
 	lf, err := localfleet.Open(localfleet.Options{
-		StateDir: dir, BinDir: g.binDir, Fleet: localfleet.GeneratedFleet(n), CRDs: crdYAML(),
+		StateDir: dir, BinDir: g.binDir, Fleet: localfleet.GeneratedFleet(n, profile), CRDs: crdYAML(),
 		Manager: &localfleet.ManagerCommand{Binary: exe, Args: probe.args()}, Out: io.Discard,
 	})
 	if err != nil {
@@ -245,7 +255,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlag
 	}
 	defer func() { _ = lf.Down(true) }()
 
-	fmt.Fprintf(out, "== fleet of %d members\n", n)
+	fmt.Fprintf(out, "== fleet of %d %s members\n", n, profile)
 	start := time.Now()
 	res, err := lf.Up(ctx)
 	if err != nil {
@@ -267,28 +277,8 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, probe probeFlag
 	fmt.Fprintf(out, "up to all members Ready:    %6.1fs\n", total.Seconds())
 
 	time.Sleep(5 * time.Second) // let start-up allocations settle before reading memory
-	perCluster := map[string]int64{}
-	var manager, etcd int64
-	for _, s := range lf.Status() {
-		switch {
-		case s.Name == "flotilla-controller-manager":
-			manager += s.RSSBytes
-		case s.Name == "etcd":
-			etcd += s.RSSBytes
-		default:
-			perCluster[s.Cluster] += s.RSSBytes
-		}
-	}
-	var members int64
-	for name, rss := range perCluster {
-		if name != localfleet.ControlPlaneName {
-			members += rss
-		}
-	}
-	fmt.Fprintf(out, "RSS per member (avg of %d): %6d MiB (apiserver+kcm+scheduler+kwok)\n", n, members/int64(n)>>20)
-	fmt.Fprintf(out, "RSS control plane:          %6d MiB (apiserver+kcm) + etcd %d MiB (shared by all)\n", perCluster[localfleet.ControlPlaneName]>>20, etcd>>20)
-	fmt.Fprintf(out, "RSS controller-manager:     %6d MiB\n", manager>>20)
-
+	mem := bench.FleetMemory(lf.Status())
+	fmt.Fprint(out, mem.Report(n))
 	if detectFailure {
 		victim := lf.Fleet().Members[0].Name
 		stopStart := time.Now()

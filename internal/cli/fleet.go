@@ -95,7 +95,8 @@ func (p *probeFlags) args() []string {
 }
 
 func newUpCommand(g *globals) *cobra.Command {
-	var fleetFile string
+	var fleetFile, profile string
+	var members int
 	var probe upManagerFlags
 	var readyTimeout time.Duration
 	cmd := &cobra.Command{
@@ -106,17 +107,17 @@ func newUpCommand(g *globals) *cobra.Command {
   # Members described by a fleet file
   %[1]s up --fleet examples/fleet.yaml
   # Faster failover and debug logs for a demo
-  %[1]s up --failover-grace-period 20s --probe-period 2s --log-level debug`, invokedName()),
+  %[1]s up --failover-grace-period 20s --probe-period 2s --log-level debug
+  # Fifty slim members (an apiserver and kwok each, no controller-manager) for scale work
+  %[1]s up --members 50 --profile slim`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var fleet *localfleet.Fleet
-			if fleetFile != "" {
-				f, err := localfleet.LoadFleetFile(fleetFile)
-				if err != nil {
-					return err
-				}
-				fleet = f
-				probe.fromFleet(cmd, f.Manager)
+			fleet, err := upFleet(cmd, fleetFile, members, profile)
+			if err != nil {
+				return err
+			}
+			if fleet != nil {
+				probe.fromFleet(cmd, fleet.Manager)
 			}
 			if err := probe.validate(); err != nil {
 				return err
@@ -156,9 +157,51 @@ func newUpCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&fleetFile, "fleet", "f", "", "fleet file (YAML) describing the members; default: 3 members in distinct regions")
+	cmd.Flags().IntVar(&members, "members", 0, "start this many members named member-01.. over three regions instead of the default three (not with --fleet)")
+	cmd.Flags().StringVar(&profile, "profile", "", "member profile: full (apiserver, controller-manager, scheduler, kwok; the default) or slim (apiserver with small caches and kwok, for scale work); with --fleet, the profile of members that name none")
 	cmd.Flags().DurationVar(&readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for the members to be Ready")
 	probe.add(cmd)
 	return cmd
+}
+
+// upFleet is the fleet `up` asks for: the fleet file's, a generated one of --members, the
+// default fleet with --profile, or nil (the saved fleet, else the default) when none is given.
+func upFleet(cmd *cobra.Command, fleetFile string, members int, profile string) (*localfleet.Fleet, error) {
+	var p localfleet.Profile
+	if profile != "" {
+		var err error
+		if p, err = localfleet.ParseProfile(profile); err != nil {
+			return nil, fmt.Errorf("--profile %w", err)
+		}
+	}
+	switch {
+	case fleetFile != "" && cmd.Flags().Changed("members"):
+		return nil, errors.New("--members and --fleet: give one; a fleet file lists its members")
+	case fleetFile != "":
+		data, err := os.ReadFile(fleetFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading fleet file: %w", err)
+		}
+		f, err := localfleet.ParseFleetWithProfile(data, p)
+		if err != nil {
+			return nil, fmt.Errorf("fleet file %s: %w", fleetFile, err)
+		}
+		return f, nil
+	case cmd.Flags().Changed("members"):
+		if members < 1 {
+			return nil, fmt.Errorf("--members %d: give at least 1", members)
+		}
+		f := localfleet.GeneratedFleet(members, p)
+		return f, f.Validate()
+	case p != "":
+		f := localfleet.DefaultFleet()
+		f.Profile = p
+		for i := range f.Members {
+			f.Members[i].Profile = p
+		}
+		return f, nil
+	}
+	return nil, nil
 }
 
 func (g *globals) controlPlaneClientFor(lf *localfleet.LocalFleet) (client.Client, error) {

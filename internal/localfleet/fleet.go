@@ -17,15 +17,42 @@ import (
 const (
 	FleetAPIVersion = "flotilla.dev/v1alpha1"
 	FleetKind       = "Fleet"
-	maxMembers      = 64
-	maxNodes        = 500
+	// maxFullMembers bounds members of the full profile (about 570 MiB each); maxMembers
+	// bounds all members, slim ones included (about one port and two processes each).
+	maxFullMembers = 64
+	maxMembers     = 250
+	maxNodes       = 500
 )
+
+// Profile is what runs for a member cluster.
+type Profile string
+
+const (
+	// ProfileFull runs kube-apiserver, kube-controller-manager, kube-scheduler and kwok: pods
+	// are scheduled and simulated, every workload controller runs.
+	ProfileFull Profile = "full"
+	// ProfileSlim runs a kube-apiserver with small caches and kwok only: no controller
+	// creates ReplicaSets or pods; kwok Stages move Deployments, StatefulSets, DaemonSets and
+	// Jobs to Available or Complete. For scale work: about a third of a full member's memory.
+	ProfileSlim Profile = "slim"
+)
+
+// ParseProfile checks a profile name given on the command line or in a fleet file.
+func ParseProfile(s string) (Profile, error) {
+	switch p := Profile(s); p {
+	case ProfileFull, ProfileSlim:
+		return p, nil
+	}
+	return "", fmt.Errorf("%q: use %s or %s", s, ProfileFull, ProfileSlim)
+}
 
 // Fleet describes the member clusters of a local fleet.
 type Fleet struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Members    []Member `json:"members"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Profile is the profile of every member that names none: full (the default) or slim.
+	Profile Profile  `json:"profile,omitempty"`
+	Members []Member `json:"members"`
 	// Manager holds settings of the controller-manager `flotilla up` starts; flags of `up`
 	// given explicitly win over them.
 	Manager *ManagerSettings `json:"manager,omitempty"`
@@ -53,6 +80,8 @@ type Member struct {
 	Description string `json:"description,omitempty"`
 	ShortName   string `json:"shortName,omitempty"`
 	Environment string `json:"environment,omitempty"`
+	// Profile is full or slim; the fleet's profile when unset.
+	Profile Profile `json:"profile,omitempty"`
 	// Nodes is how many kwok nodes the member gets; 2 when unset.
 	Nodes int `json:"nodes,omitempty"`
 	// NodeCapacity is each node's capacity; 8 CPU, 32Gi, 110 pods when unset.
@@ -81,11 +110,11 @@ func DefaultFleet() *Fleet {
 	return f
 }
 
-// GeneratedFleet is a fleet of n members named member-01.. spread over three regions; the
-// bench uses it.
-func GeneratedFleet(n int) *Fleet {
+// GeneratedFleet is a fleet of n members of one profile named member-01.. spread over three
+// regions; the bench and `flotilla up --members` use it. An empty profile is full.
+func GeneratedFleet(n int, profile Profile) *Fleet {
 	regions := []string{"us-east", "us-west", "eu-central"}
-	f := &Fleet{APIVersion: FleetAPIVersion, Kind: FleetKind}
+	f := &Fleet{APIVersion: FleetAPIVersion, Kind: FleetKind, Profile: profile}
 	for i := range n {
 		f.Members = append(f.Members, Member{
 			Name:   fmt.Sprintf("member-%02d", i+1),
@@ -111,10 +140,17 @@ func LoadFleetFile(path string) (*Fleet, error) {
 
 // ParseFleet decodes a fleet definition strictly (unknown fields are errors), applies defaults
 // and validates it.
-func ParseFleet(data []byte) (*Fleet, error) {
+func ParseFleet(data []byte) (*Fleet, error) { return ParseFleetWithProfile(data, "") }
+
+// ParseFleetWithProfile is ParseFleet with a profile (`up --profile`) that wins over the
+// fleet file's own; members that name a profile keep theirs.
+func ParseFleetWithProfile(data []byte, profile Profile) (*Fleet, error) {
 	var f Fleet
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("not a valid fleet definition: %w", err)
+	}
+	if profile != "" {
+		f.Profile = profile
 	}
 	f.applyDefaults()
 	if err := f.Validate(); err != nil {
@@ -132,6 +168,11 @@ func (f *Fleet) applyDefaults() {
 	}
 	for i := range f.Members {
 		m := &f.Members[i]
+		// Copied only when the fleet names one, so a fleet saved before profiles existed
+		// still compares equal to the same fleet file read again.
+		if m.Profile == "" {
+			m.Profile = f.Profile
+		}
 		if m.Nodes == 0 {
 			m.Nodes = 2
 		}
@@ -173,8 +214,16 @@ func (f *Fleet) Validate() error {
 			errs = append(errs, fmt.Errorf("manager.logLevel: %w", err))
 		}
 	}
+	if f.Profile != "" {
+		if _, err := ParseProfile(string(f.Profile)); err != nil {
+			errs = append(errs, fmt.Errorf("profile %w", err))
+		}
+	}
 	if len(f.Members) > maxMembers {
 		errs = append(errs, fmt.Errorf("members: %d members, at most %d fit on one machine", len(f.Members), maxMembers))
+	}
+	if full := len(f.Members) - f.slimMembers(); full > maxFullMembers {
+		errs = append(errs, fmt.Errorf("members: %d members of the full profile, at most %d fit on one machine; give the others profile: slim", full, maxFullMembers))
 	}
 	seen := map[string]int{}
 	shortNames := map[string]int{}
@@ -202,6 +251,11 @@ func (f *Fleet) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.shortName %q: already used by members[%d]; short names must be unique", field, m.ShortName, j))
 		}
 		shortNames[m.ShortName] = i
+		if m.Profile != "" {
+			if _, err := ParseProfile(string(m.Profile)); err != nil {
+				errs = append(errs, fmt.Errorf("%s.profile %w", field, err))
+			}
+		}
 		if len(m.Description) > 1024 {
 			errs = append(errs, fmt.Errorf("%s.description: %d characters, at most 1024", field, len(m.Description)))
 		}
@@ -232,6 +286,19 @@ func (f *Fleet) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Slim reports whether the member runs the slim profile.
+func (m Member) Slim() bool { return m.Profile == ProfileSlim }
+
+func (f *Fleet) slimMembers() int {
+	n := 0
+	for _, m := range f.Members {
+		if m.Slim() {
+			n++
+		}
+	}
+	return n
 }
 
 // Member returns the member with the given name.

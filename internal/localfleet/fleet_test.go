@@ -37,6 +37,8 @@ members:
 		{name: "nodes out of range", yaml: "members:\n- name: east\n  nodes: -1\n", wantErrs: []string{"members[0].nodes: -1 is out of range; use 1 to 500"}},
 		{name: "bad capacity", yaml: "members:\n- name: east\n  nodeCapacity: {cpu: lots, memory: \"-1Gi\"}\n",
 			wantErrs: []string{`members[0].nodeCapacity.cpu "lots": not a quantity`, `members[0].nodeCapacity.memory "-1Gi": must be greater than zero`}},
+		{name: "unknown profile", yaml: "profile: tiny\nmembers:\n- name: east\n  profile: huge\n",
+			wantErrs: []string{`profile "tiny": use full or slim`, `members[0].profile "huge": use full or slim`}},
 		{name: "wrong kind", yaml: "kind: Cluster\nmembers:\n- name: east\n", wantErrs: []string{`kind "Cluster": must be Fleet`}},
 	}
 	for _, tt := range tests {
@@ -114,10 +116,41 @@ func TestOpenRejectsAnotherFleetInTheSameStateDir(t *testing.T) {
 	if err := lf.writeState(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(Options{StateDir: dir, Fleet: GeneratedFleet(2)}); err == nil || !strings.Contains(err.Error(), "down --purge") {
+	if _, err := Open(Options{StateDir: dir, Fleet: GeneratedFleet(2, "")}); err == nil || !strings.Contains(err.Error(), "down --purge") {
 		t.Fatalf("opening a different fleet in a used state dir: got %v, want an error naming `down --purge`", err)
 	}
 	if _, err := Open(Options{StateDir: dir}); err != nil {
 		t.Fatalf("reopening without a fleet must reuse the saved one: %v", err)
+	}
+}
+
+func TestFleetProfiles(t *testing.T) {
+	f, err := ParseFleet([]byte("profile: slim\nmembers:\n- name: east\n- name: west\n  profile: full\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Members[0].Slim() || f.Members[1].Slim() {
+		t.Errorf("members %+v: want east slim from the fleet's profile and west full as it says", f.Members)
+	}
+	var names []string
+	for _, c := range (&LocalFleet{state: state{Fleet: f}}).Components() {
+		names = append(names, c.Name)
+	}
+	want := []string{"etcd", "flotilla-apiserver", "flotilla-kube-controller-manager", "east-apiserver", "east-kwok",
+		"west-apiserver", "west-kube-controller-manager", "west-kube-scheduler", "west-kwok"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("components (-want +got):\n%s", diff)
+	}
+
+	if err := GeneratedFleet(maxMembers, ProfileSlim).Validate(); err != nil {
+		t.Errorf("%d slim members: %v", maxMembers, err)
+	}
+	if err := GeneratedFleet(maxFullMembers+1, ProfileFull).Validate(); err == nil || !strings.Contains(err.Error(), "give the others profile: slim") {
+		t.Errorf("%d full members: got %v, want an error suggesting the slim profile", maxFullMembers+1, err)
+	}
+	// A fleet saved before profiles existed is the same fleet when its file is read again.
+	old := GeneratedFleet(2, "")
+	if !sameFleet(old, GeneratedFleet(2, "")) || sameFleet(old, GeneratedFleet(2, ProfileSlim)) {
+		t.Error("a fleet without profiles must equal itself and differ from its slim twin")
 	}
 }

@@ -31,8 +31,12 @@ const ControlPlaneName = "flotilla"
 // Tools the fleet runs, expected in Options.BinDir.
 var requiredTools = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 
-// kwok stage files copied next to the tools by `make tools`.
-var kwokStages = []string{"node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml"}
+// kwok stage files copied next to the tools by `make tools`: the node stages every member's
+// kwok plays, then the pod stages only full members need (slim ones have no pods).
+var (
+	kwokNodeStages = []string{"node-initialize.yaml", "node-heartbeat-with-lease.yaml"}
+	kwokStages     = append(slices.Clip(kwokNodeStages), "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml")
+)
 
 // controlPlaneControllers are the only controllers of the control plane's
 // kube-controller-manager: no workload controller may act on templates there.
@@ -240,7 +244,7 @@ func (f *LocalFleet) Components() []Component {
 		{Name: ControlPlaneName + "-kube-controller-manager", Cluster: ControlPlaneName, Tool: "kube-controller-manager"},
 	}
 	for _, m := range f.state.Fleet.Members {
-		cs = append(cs, memberComponents(m.Name)...)
+		cs = append(cs, memberComponents(m)...)
 	}
 	if f.opts.Manager != nil || f.state.ManagerBinary != "" {
 		cs = append(cs, Component{Name: managerComponent, Cluster: ControlPlaneName, Tool: managerComponent})
@@ -248,7 +252,14 @@ func (f *LocalFleet) Components() []Component {
 	return cs
 }
 
-func memberComponents(name string) []Component {
+func memberComponents(m Member) []Component {
+	name := m.Name
+	if m.Slim() {
+		return []Component{
+			{Name: name + "-apiserver", Cluster: name, Tool: "kube-apiserver"},
+			{Name: name + "-kwok", Cluster: name, Tool: "kwok"},
+		}
+	}
 	return []Component{
 		{Name: name + "-apiserver", Cluster: name, Tool: "kube-apiserver"},
 		{Name: name + "-kube-controller-manager", Cluster: name, Tool: "kube-controller-manager"},
@@ -566,7 +577,10 @@ func (f *LocalFleet) writeKwokStages() error {
 		buf.Write(data)
 		buf.WriteString("\n---\n")
 	}
-	return os.WriteFile(filepath.Join(f.opts.StateDir, "kwok-stages.yaml"), buf.Bytes(), 0o644)
+	if err := os.WriteFile(filepath.Join(f.opts.StateDir, "kwok-stages.yaml"), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return f.writeSlimKwokStages()
 }
 
 func (f *LocalFleet) startEtcd(ctx context.Context) error {
@@ -616,13 +630,24 @@ func (f *LocalFleet) apiserverPort(cluster string) int {
 	return f.state.Ports.Members[cluster]
 }
 
-// startAPIServers starts the apiservers at once and waits for each to be ready: they spend
-// most of their start on their own, so starting them together saves most of the time.
+// apiserverStartsAtOnce bounds the apiservers starting together: each spends seconds of CPU
+// and more memory starting than it keeps, so a hundred slim members started at once would
+// thrash two cores and overshoot the machine's memory; the default fleet's four start together.
+const apiserverStartsAtOnce = 8
+
+// startAPIServers starts the apiservers together, at most apiserverStartsAtOnce until ready at
+// a time, and waits for each to be ready: they spend most of their start on their own, so
+// starting them together saves most of the time.
 func (f *LocalFleet) startAPIServers(ctx context.Context, clusters []string) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(clusters))
+	slots := make(chan struct{}, apiserverStartsAtOnce)
 	for i, c := range clusters {
-		wg.Go(func() { errs[i] = f.startAPIServer(ctx, c) })
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			errs[i] = f.startAPIServer(ctx, c)
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -630,6 +655,9 @@ func (f *LocalFleet) startAPIServers(ctx context.Context, clusters []string) err
 
 func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 	p := f.proc(cluster+"-apiserver", "kube-apiserver")
+	if m, ok := f.state.Fleet.Member(cluster); ok && m.Slim() {
+		p.env = slimAPIServerEnv
+	}
 	if !p.running() {
 		pk := f.pki()
 		issuer := fmt.Sprintf("https://%s.flotilla.local", cluster)
@@ -654,7 +682,7 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 			"--service-account-key-file=" + pk.path(serviceAcPub),
 			"--service-account-signing-key-file=" + pk.path(serviceAccountKey),
 			"--service-cluster-ip-range=10.96.0.0/16",
-			"--authorization-mode=Node,RBAC",
+			"--authorization-mode=" + f.authorizationModes(cluster),
 			// Front-proxy flags let an aggregated apiserver or a webhook on 127.0.0.1 plug in.
 			"--proxy-client-cert-file=" + pk.path(frontProxyClientCert),
 			"--proxy-client-key-file=" + pk.path(frontProxyClientKey),
@@ -666,7 +694,7 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 			// Off as on a hardened control plane; FLOTILLA_FLEET_PROFILING=1 turns it on to profile
 			// an apiserver under a bench (/debug/pprof with the admin credentials).
 			"--profiling=" + strconv.FormatBool(os.Getenv("FLOTILLA_FLEET_PROFILING") == "1"),
-		}, audited...)...)
+		}, append(audited, f.memberAPIServerArgs(cluster)...)...)...)
 		if err != nil {
 			return err
 		}
@@ -675,6 +703,23 @@ func (f *LocalFleet) startAPIServer(ctx context.Context, cluster string) error {
 	err := f.waitAPIServer(ctx, cluster, 180*time.Second)
 	done(err)
 	return err
+}
+
+// authorizationModes of a cluster's apiserver: a slim member has no kubelets, so no Node
+// authorizer (whose graph watches every pod, node and volume).
+func (f *LocalFleet) authorizationModes(cluster string) string {
+	if m, ok := f.state.Fleet.Member(cluster); ok && m.Slim() {
+		return "RBAC"
+	}
+	return "Node,RBAC"
+}
+
+// memberAPIServerArgs are the extra flags of a member's apiserver: those of its profile.
+func (f *LocalFleet) memberAPIServerArgs(cluster string) []string {
+	if m, ok := f.state.Fleet.Member(cluster); ok && m.Slim() {
+		return slimAPIServerArgs()
+	}
+	return nil
 }
 
 func (f *LocalFleet) waitAPIServer(ctx context.Context, cluster string, timeout time.Duration) error {
@@ -729,6 +774,10 @@ func (f *LocalFleet) startCluster(ctx context.Context, cluster string) error {
 	if cluster == ControlPlaneName {
 		return f.startOnce(cluster+"-kube-controller-manager", "kube-controller-manager", kcmArgs(controlPlaneControllers, 100)...)
 	}
+	m, _ := f.state.Fleet.Member(cluster)
+	if m.Slim() {
+		return f.startSlimMember(ctx, m)
+	}
 	if err := f.startOnce(cluster+"-kube-controller-manager", "kube-controller-manager", kcmArgs("*", 100)...); err != nil {
 		return err
 	}
@@ -747,15 +796,19 @@ func (f *LocalFleet) startCluster(ctx context.Context, cluster string) error {
 		"--node-lease-duration-seconds=10"); err != nil {
 		return err
 	}
-	m, _ := f.state.Fleet.Member(cluster)
-	done := f.out.step(cluster + "-nodes")
+	return f.finishMember(ctx, m)
+}
+
+// finishMember creates a started member's nodes and Flotilla's identity in it.
+func (f *LocalFleet) finishMember(ctx context.Context, m Member) error {
+	done := f.out.step(m.Name + "-nodes")
 	err := f.ensureNodes(ctx, m)
 	done(err)
 	if err != nil {
 		return err
 	}
-	if err := f.ensureAgent(ctx, cluster); err != nil {
-		return fmt.Errorf("granting Flotilla's agent identity in %s: %w", cluster, err)
+	if err := f.ensureAgent(ctx, m.Name); err != nil {
+		return fmt.Errorf("granting Flotilla's agent identity in %s: %w", m.Name, err)
 	}
 	return nil
 }
@@ -848,10 +901,11 @@ func (f *LocalFleet) RestartManager(ctx context.Context, extra ...string) error 
 // StopMember stops every process of one member, as if the cluster went away: the apiserver
 // first, so the member stops answering at once. Its data stays.
 func (f *LocalFleet) StopMember(name string) error {
-	if _, ok := f.state.Fleet.Member(name); !ok {
+	m, ok := f.state.Fleet.Member(name)
+	if !ok {
 		return fmt.Errorf("no member %q in this fleet (members: %v)", name, f.state.Fleet.Names())
 	}
-	for _, c := range memberComponents(name) {
+	for _, c := range memberComponents(m) {
 		stopped, err := f.proc(c.Name, c.Tool).stop(stopGrace(c.Tool))
 		if err != nil {
 			return err
@@ -865,13 +919,14 @@ func (f *LocalFleet) StopMember(name string) error {
 
 // StartMember starts a stopped member again and waits until its apiserver answers.
 func (f *LocalFleet) StartMember(ctx context.Context, name string) error {
-	if _, ok := f.state.Fleet.Member(name); !ok {
+	m, ok := f.state.Fleet.Member(name)
+	if !ok {
 		return fmt.Errorf("no member %q in this fleet (members: %v)", name, f.state.Fleet.Names())
 	}
 	if !f.componentRunning("etcd") {
 		return errors.New("the fleet is down: run `flotilla up` first")
 	}
-	if !f.componentRunning(name + "-apiserver") {
+	if !f.componentRunning(name+"-apiserver") && !m.Slim() {
 		// Controllers that outlived their apiserver trail it for a minute or more after it
 		// returns (client-go's watch backoff, caches older than their own writes): the garbage
 		// collector leaves a deleted Deployment's ReplicaSets running. A member's control plane

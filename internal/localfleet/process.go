@@ -24,6 +24,8 @@ type process struct {
 	stateDir   string
 	supervisor string
 	grace      time.Duration // see stopGrace
+	// env is added to the environment the component starts with (through its supervisor).
+	env []string
 }
 
 // pid returns the recorded pid when that process still runs the recorded binary. A pid that
@@ -123,6 +125,9 @@ func (p process) start(args ...string) error {
 	defer log.Close()
 	argv := append(supervisorArgs(p.stateDir, p.name), "--stop-grace="+p.grace.String(), "--", p.binary)
 	cmd := exec.Command(p.supervisor, append(argv, args...)...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
