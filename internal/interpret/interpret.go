@@ -237,6 +237,11 @@ func replicasHealth(obj *unstructured.Unstructured, updatedField, availableField
 	if updatedField != "" && toInt64(st[updatedField]) < want {
 		return workv1alpha1.HealthProgressing
 	}
+	// Old replicas still running beside the updated ones (a surge rollout, whose new pod is
+	// counted updated before it is available while the old one still counts available).
+	if _, counted := st["replicas"]; counted && updatedField != "" && toInt64(st["replicas"]) > toInt64(st[updatedField]) {
+		return workv1alpha1.HealthProgressing
+	}
 	if toInt64(st[availableField]) < want {
 		return workv1alpha1.HealthProgressing
 	}

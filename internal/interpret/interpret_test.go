@@ -42,6 +42,8 @@ func TestDeploymentReplicasAndHealth(t *testing.T) {
 		{"not observed yet", deploy(2, 5, map[string]any{"observedGeneration": int64(1), "updatedReplicas": int64(5), "availableReplicas": int64(5)}), workv1alpha1.HealthProgressing},
 		{"rolling", deploy(2, 5, map[string]any{"observedGeneration": int64(2), "updatedReplicas": int64(3), "availableReplicas": int64(5)}), workv1alpha1.HealthProgressing},
 		{"available", deploy(2, 5, map[string]any{"observedGeneration": int64(2), "updatedReplicas": int64(5), "availableReplicas": int64(5)}), workv1alpha1.HealthHealthy},
+		{"surging: the old pod still serves, the new one is not available", deploy(2, 1, map[string]any{"observedGeneration": int64(2), "replicas": int64(2), "updatedReplicas": int64(1), "availableReplicas": int64(1)}), workv1alpha1.HealthProgressing},
+		{"rolled: only updated pods left", deploy(2, 1, map[string]any{"observedGeneration": int64(2), "replicas": int64(1), "updatedReplicas": int64(1), "availableReplicas": int64(1)}), workv1alpha1.HealthHealthy},
 	}
 	for _, tt := range tests {
 		if got := in.Health(tt.obj); got != tt.health {
