@@ -828,10 +828,12 @@ type actorQuery struct {
 // placement.
 func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time) (string, *actorQuery) {
 	// A placement by an Application's target policies is the doing of whoever last wrote
-	// them; the Application only copied them into the policy it generated.
+	// them, or the Cluster (joined or relabelled into their selector); the Application only
+	// copied them into the policy it generated.
 	if cause == history.CausePlacement && l.h.Writers != nil {
 		if t := l.targetedApp(); len(t.targetPolicies) > 0 {
-			return "", &actorQuery{refs: targetPolicyRefs(t.targetPolicies), notAfter: now, otherwise: "application " + t.namespace + "/" + t.name}
+			refs := append(targetPolicyRefs(t.targetPolicies), audit.Ref{Group: clusterv1alpha1.GroupVersion.Group, Resource: "clusters", Name: cluster})
+			return "", &actorQuery{refs: refs, notAfter: now, otherwise: "application " + t.namespace + "/" + t.name}
 		}
 	}
 	if r := l.releaseOf(to); cause == history.CauseRelease && r != nil && r.Spec.WindowOverride != nil && len(overriddenIn(r, cluster)) > 0 {
