@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/api/apps/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
@@ -195,5 +196,41 @@ func TestAReleasePastAChangeWindowSaysWhichAndWhy(t *testing.T) {
 	}
 	if want := "release web-deployment-r2 wave 1/2 (east)"; details["east"] != want {
 		t.Errorf("east: %q, want %q", details["east"], want)
+	}
+}
+
+// A cluster relabelled into a TargetPolicy's selector after the policy was written: the
+// placement is the doing of who relabelled it.
+func TestPlacementOfARelabelledClusterNamesWhoRelabelledIt(t *testing.T) {
+	ctx := context.Background()
+	app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app1"},
+		Status: appsv1alpha1.ApplicationStatus{TargetPolicies: []string{"gpu-apps"}}}
+	generated := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app-app1",
+		Labels: map[string]string{names.GeneratedAppNameLabel: "app1", names.GeneratedAppNamespaceLabel: "shop"}}}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app1-configmap", UID: "u-relabel", Generation: 1},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "app1"},
+			PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "shop", Name: "app-app1"},
+			Clusters:  []workv1alpha1.TargetCluster{{Name: "europe"}}},
+		Status: workv1alpha1.ResourceBindingStatus{Clusters: []workv1alpha1.ClusterStatus{{Cluster: "europe", Applied: true, Health: workv1alpha1.HealthHealthy}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(app, generated, b).WithStatusSubresource(b).Build()
+	store := &memStore{recs: map[string]history.Record{}}
+	now := time.Now()
+	stream := &streamAt{upTo: now.Add(time.Hour), writes: map[audit.Ref][]audit.Write{
+		{Group: appsv1alpha1.GroupVersion.Group, Resource: "clustertargetpolicies", Name: "gpu-apps"}: {{User: "platform-admin", Time: now.Add(-time.Hour)}},
+		{Group: clusterv1alpha1.GroupVersion.Group, Resource: "clusters", Name: "europe"}:             {{User: "fleet-ops", Time: now.Add(-time.Second)}},
+	}}
+	h := &Historian{Client: c, Reader: c, Store: store, Writers: stream, Clock: clocktesting.NewFakePassiveClock(now)}
+	req := ctrl.Request{}
+	req.Namespace, req.Name = b.Namespace, b.Name
+	if _, err := h.reconcile(ctx, &workv1alpha1.ResourceBinding{}, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range store.recs {
+		if r.Actor != "fleet-ops" {
+			t.Errorf("%s %s: actor %q, want fleet-ops, who relabelled europe", r.Cluster, r.Cause, r.Actor)
+		}
+	}
+	if len(store.recs) != 1 {
+		t.Errorf("%d records, want the one placement", len(store.recs))
 	}
 }
