@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -232,5 +233,30 @@ func TestPlacementOfARelabelledClusterNamesWhoRelabelledIt(t *testing.T) {
 	}
 	if len(store.recs) != 1 {
 		t.Errorf("%d records, want the one placement", len(store.recs))
+	}
+}
+
+// An Application's override annotation let its template's release past a window: history
+// names the window and the annotation's reason.
+func TestAReleasePastAWindowByAnApplicationsAnnotationNamesItsReason(t *testing.T) {
+	app := &appsv1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "app1",
+		Annotations: map[string]string{rolloutv1alpha1.OverrideWindowAnnotation: "INC-42 rollback of a bad config"}}}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetAPIVersion("v1")
+	tmpl.SetKind("ConfigMap")
+	tmpl.SetNamespace("a")
+	tmpl.SetName("app1")
+	tmpl.SetLabels(map[string]string{appsv1alpha1.ApplicationLabel: "app1"})
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(app, tmpl).Build()
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "app1-configmap"},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "app1"}}}
+	l := &lazyContext{h: &Historian{Client: c, Reader: c}, ctx: context.Background(), b: b, tracked: true}
+	rel := &rolloutv1alpha1.Release{}
+	if got := l.overrideReason(rel); got != "INC-42 rollback of a bad config (annotation of Application a/app1)" {
+		t.Errorf("reason %q", got)
+	}
+	rel.Spec.WindowOverride = &rolloutv1alpha1.WindowOverride{Reason: "CVE"}
+	if got := l.overrideReason(rel); got != "CVE" {
+		t.Errorf("the release's own override: %q", got)
 	}
 }

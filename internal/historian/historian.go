@@ -583,8 +583,8 @@ func (l *lazyContext) cause(cluster string, from, to int64, had bool, prev seen)
 	}
 	if r := l.releaseOf(to); r != nil && l.tracked {
 		detail := l.waveOf(r, cluster)
-		if windows := overriddenIn(r, cluster); len(windows) > 0 && r.Spec.WindowOverride != nil {
-			detail += fmt.Sprintf(", past change window %s by override: %s", strings.Join(windows, ", "), r.Spec.WindowOverride.Reason)
+		if windows := overriddenIn(r, cluster); len(windows) > 0 {
+			detail += fmt.Sprintf(", past change window %s by override: %s", strings.Join(windows, ", "), l.overrideReason(r))
 		}
 		return history.CauseRelease, detail
 	}
@@ -599,6 +599,30 @@ func (l *lazyContext) releaseOf(rev int64) *rolloutv1alpha1.Release {
 		}
 	}
 	return nil
+}
+
+// overrideReason is why the release passed change windows: its spec.windowOverride, else its
+// Application's override-window annotation.
+func (l *lazyContext) overrideReason(r *rolloutv1alpha1.Release) string {
+	if r.Spec.WindowOverride != nil {
+		return r.Spec.WindowOverride.Reason
+	}
+	if t := l.template(); t != nil && t.GetLabels()[appsv1alpha1.ApplicationLabel] != "" {
+		app := &appsv1alpha1.Application{}
+		if l.h.Client.Get(l.ctx, client.ObjectKey{Namespace: t.GetNamespace(), Name: t.GetLabels()[appsv1alpha1.ApplicationLabel]}, app) == nil {
+			if reason := strings.TrimSpace(app.Annotations[rolloutv1alpha1.OverrideWindowAnnotation]); reason != "" {
+				return truncated(reason, 256) + " (annotation of Application " + app.Namespace + "/" + app.Name + ")"
+			}
+		}
+	}
+	return "(the reason is gone with the override)"
+}
+
+func truncated(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // overriddenIn are the change windows the release took cluster past by override.
@@ -836,9 +860,14 @@ func (l *lazyContext) actor(cause, cluster string, from, to int64, now time.Time
 			return "", &actorQuery{refs: refs, notAfter: now, otherwise: "application " + t.namespace + "/" + t.name}
 		}
 	}
-	if r := l.releaseOf(to); cause == history.CauseRelease && r != nil && r.Spec.WindowOverride != nil && len(overriddenIn(r, cluster)) > 0 {
-		// Past a change window, the change is the overrider's: the release's newest writer.
-		return "", &actorQuery{refs: []audit.Ref{{Group: rolloutv1alpha1.GroupVersion.Group, Resource: "releases", Namespace: r.Namespace, Name: r.Name}}, notAfter: now}
+	if r := l.releaseOf(to); cause == history.CauseRelease && r != nil && len(overriddenIn(r, cluster)) > 0 {
+		// Past a change window, the change is the overrider's: the release's newest writer, or
+		// the Application's, whose annotation let its templates through.
+		ref := audit.Ref{Group: rolloutv1alpha1.GroupVersion.Group, Resource: "releases", Namespace: r.Namespace, Name: r.Name}
+		if t := l.template(); r.Spec.WindowOverride == nil && t != nil && t.GetLabels()[appsv1alpha1.ApplicationLabel] != "" {
+			ref = audit.Ref{Group: appsv1alpha1.GroupVersion.Group, Resource: "applications", Namespace: t.GetNamespace(), Name: t.GetLabels()[appsv1alpha1.ApplicationLabel]}
+		}
+		return "", &actorQuery{refs: []audit.Ref{ref}, notAfter: now}
 	}
 	switch cause {
 	case history.CausePlacement, history.CauseRelease, history.CauseApply, history.CauseAdoption:

@@ -35,10 +35,13 @@ func (c *Controller) windowHolds(ctx context.Context, s *step, placed []clusterv
 	if err != nil || len(windows) == 0 {
 		return err
 	}
-	subject, err := c.windowSubject(ctx, rel, windows)
+	subject, appOverride, err := c.windowSubject(ctx, rel)
 	if err != nil {
 		return err
 	}
+	// The override of an Application's templates is the Application's annotation, which let
+	// its render through the same windows.
+	override := rel.Spec.WindowOverride != nil || appOverride
 	for _, cl := range placed {
 		if s.pinnedTo(cl.Name) == rel.Spec.Revision {
 			continue // it took the revision already: a window holds changes, not what runs
@@ -47,7 +50,7 @@ func (c *Controller) windowHolds(ctx context.Context, s *step, placed []clusterv
 		if !held {
 			continue
 		}
-		if rel.Spec.WindowOverride != nil && hold.Overridable {
+		if override && hold.Overridable {
 			if s.overridden == nil {
 				s.overridden = map[string][]string{}
 			}
@@ -69,34 +72,32 @@ func (c *Controller) windowHolds(ctx context.Context, s *step, placed []clusterv
 	return nil
 }
 
-// windowSubject is the release's template as windows select it; its labels (and its
-// Application's) are read only when a window selects by them.
-func (c *Controller) windowSubject(ctx context.Context, rel *rolloutv1alpha1.Release, windows []*changewindow.Window) (changewindow.Subject, error) {
+// windowSubject is the release's template as windows select it (its labels and its
+// Application's), and whether its Application carries the override-window annotation. Read
+// only while some window exists.
+func (c *Controller) windowSubject(ctx context.Context, rel *rolloutv1alpha1.Release) (changewindow.Subject, bool, error) {
 	ref := rel.Spec.Resource
 	subject := changewindow.Subject{Namespace: ref.Namespace}
-	if !slices.ContainsFunc(windows, func(w *changewindow.Window) bool {
-		return w.Spec.WorkloadSelector != nil || w.Spec.ApplicationSelector != nil
-	}) {
-		return subject, nil
-	}
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
 	if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, meta); err != nil {
-		return subject, client.IgnoreNotFound(err)
+		return subject, false, client.IgnoreNotFound(err)
 	}
 	subject.Labels = meta.GetLabels()
 	if subject.Labels == nil {
 		subject.Labels = map[string]string{}
 	}
+	override := false
 	if name := subject.Labels[appsv1alpha1.ApplicationLabel]; name != "" && ref.Namespace != "" {
 		app := &appsv1alpha1.Application{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: name}, app); err == nil {
 			subject.HasApplication, subject.ApplicationLabels = true, app.Labels
+			override = strings.TrimSpace(app.Annotations[rolloutv1alpha1.OverrideWindowAnnotation]) != ""
 		} else if client.IgnoreNotFound(err) != nil {
-			return subject, err
+			return subject, false, err
 		}
 	}
-	return subject, nil
+	return subject, override, nil
 }
 
 // HeldByWindow says whether a cluster's message in a release says change windows hold it.
