@@ -23,13 +23,15 @@ import (
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 )
 
-// maxFirings bounds the walk over a schedule's firings when windows overlap (an hourly
-// schedule open for two hours never closes): past it, the window counts as open that long.
-const maxFirings = 10000
+// maxFirings bounds the walk over a schedule's firings when openings overlap (an hourly
+// schedule open for two hours never closes): past it, the window counts as open that long, and
+// the next look walks on from there. A window anyone may write must not cost a controller more.
+const maxFirings = 1000
 
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// Window is one change window, parsed.
+// Window is one change window, parsed. Not safe for concurrent use: List makes new ones per
+// caller.
 type Window struct {
 	// Name is NAMESPACE/NAME for a ChangeWindow, NAME for a ClusterChangeWindow.
 	Name string
@@ -43,6 +45,15 @@ type Window struct {
 	clusters labels.Selector // nil: every cluster
 	work     labels.Selector // nil: not given
 	apps     labels.Selector // nil: not given
+
+	// opened memoizes OpenAt for one time: a release asks it once per cluster, with one now.
+	opened *opening
+}
+
+type opening struct {
+	at     time.Time
+	open   bool
+	closes time.Time
 }
 
 // New parses a window's spec; an error names the field and the fix.
@@ -97,6 +108,15 @@ func (w *Window) Overridable() bool { return w.Spec.Overridable == nil || *w.Spe
 // OpenAt says whether the window is open at t and, when it is, when it closes (windows whose
 // openings overlap close when the last of them does).
 func (w *Window) OpenAt(t time.Time) (bool, time.Time) {
+	if w.opened != nil && w.opened.at.Equal(t) {
+		return w.opened.open, w.opened.closes
+	}
+	open, closes := w.openAt(t)
+	w.opened = &opening{at: t, open: open, closes: closes}
+	return open, closes
+}
+
+func (w *Window) openAt(t time.Time) (bool, time.Time) {
 	f := w.schedule.Next(t.Add(-w.duration))
 	if f.IsZero() || f.After(t) {
 		return false, time.Time{}

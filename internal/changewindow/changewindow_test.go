@@ -1,6 +1,7 @@
 package changewindow
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	"github.com/robfig/cron/v3"
 )
 
 func mustWindow(t *testing.T, namespace, name string, spec rolloutv1alpha1.ChangeWindowSpec) *Window {
@@ -173,5 +175,31 @@ func TestTheCRDsCarryCronPattern(t *testing.T) {
 		if len(rules) != 1 || rules[0].Rule != "self.matches('"+rolloutv1alpha1.CronPattern+"')" {
 			t.Errorf("%s: the schedule's validation rule is not rolloutv1alpha1.CronPattern; copy the constant into the marker", crdFile)
 		}
+	}
+}
+
+// countingSchedule counts the firings a window walks.
+type countingSchedule struct {
+	cron.Schedule
+	calls int
+}
+
+func (c *countingSchedule) Next(t time.Time) time.Time { c.calls++; return c.Schedule.Next(t) }
+
+// A window that never closes (every minute, open a year), as any team may write, costs a
+// release a bounded walk once, however many clusters it asks about.
+func TestAWindowThatNeverClosesCostsABoundedWalkOnce(t *testing.T) {
+	w := mustWindow(t, "shop", "forever", rolloutv1alpha1.ChangeWindowSpec{Kind: rolloutv1alpha1.WindowDeny, Schedule: "* * * * *", Duration: "8760h"})
+	counter := &countingSchedule{Schedule: w.schedule}
+	w.schedule = counter
+	now := at(t, "2026-11-27T12:00:30Z")
+	for i := range 100 {
+		h, held := HeldAt([]*Window{w}, Subject{Namespace: "shop"}, map[string]string{"n": fmt.Sprint(i)}, now)
+		if !held || !h.Until.After(now) {
+			t.Fatalf("cluster %d: %+v held=%v", i, h, held)
+		}
+	}
+	if counter.calls > maxFirings+2 {
+		t.Errorf("%d firings walked for 100 clusters, want at most %d (one walk)", counter.calls, maxFirings+2)
 	}
 }
