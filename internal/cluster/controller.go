@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -55,6 +57,19 @@ type Reconciler struct {
 	// AllowExecPlugins names the exec credential plugins the platform allows in member
 	// kubeconfigs (--allow-exec-plugin); none by default.
 	AllowExecPlugins []string
+	// Shard, when set, splits the clusters between the controller-manager's replicas: this
+	// replica connects to and reports on the clusters it owns; Leading says whether it is the
+	// leader, which drains unjoined clusters (it keeps the Works). Then the controller runs on
+	// every replica.
+	Shard   Shard
+	Leading func() bool
+}
+
+// Shard is this replica's share of the clusters (package shard's Ring).
+type Shard interface {
+	Owns(cluster string) bool
+	// Watch receives whenever the share changes.
+	Watch() <-chan struct{}
 }
 
 // SetupWithManager registers the controller: Clusters, their credentials Secrets, and the
@@ -63,12 +78,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	opts := ctrlOptions()
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Shard != nil {
+		everyReplica := false
+		opts.NeedLeaderElection = &everyReplica
+		reshard := make(chan event.GenericEvent)
+		if err := mgr.Add(&reshardSource{client: mgr.GetClient(), shard: r.Shard, out: reshard}); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(reshard, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == kube.SystemNamespace }))).
 		WatchesRawSource(source.Channel(r.Cache.Events(), &handler.EnqueueRequestForObject{})).
-		WithOptions(ctrlOptions()).
+		WithOptions(opts).
 		Complete(kube.RequeueConflicts(r))
 }
 
@@ -109,7 +135,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	if r.Shard != nil && !r.Shard.Owns(cl.Name) {
+		// Another replica connects to it; the leader still drains it when it is unjoined.
+		r.Cache.Disconnect(cl.Name)
+		if !cl.DeletionTimestamp.IsZero() && r.Leading() {
+			return r.finalize(ctx, cl)
+		}
+		return ctrl.Result{}, nil
+	}
 	if !cl.DeletionTimestamp.IsZero() {
+		if r.Shard != nil && !r.Leading() {
+			// The owner keeps the connection while its executor drains the Works the leader deletes.
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, r.connect(ctx, cl)
+		}
 		return r.finalize(ctx, cl)
 	}
 	if !controllerutil.ContainsFinalizer(cl, clusterv1alpha1.Finalizer) {
@@ -183,32 +221,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // connect builds the member's REST config from the Cluster and its Secret and hands it to the
 // cache; unchanged credentials keep the existing connection.
 func (r *Reconciler) connect(ctx context.Context, cl *clusterv1alpha1.Cluster) error {
+	cfg, fingerprint, err := MemberConfig(ctx, r.Client, cl, r.AllowExecPlugins)
+	if err != nil {
+		return err
+	}
+	return r.Cache.Connect(ctx, cl.Name, cfg, fingerprint)
+}
+
+// MemberConfig builds a member's REST config from its Cluster and credentials Secret, with a
+// fingerprint of both (unchanged credentials keep a connection); errors name the field and fix.
+func MemberConfig(ctx context.Context, c client.Reader, cl *clusterv1alpha1.Cluster, allowExecPlugins []string) (*rest.Config, string, error) {
 	ref := cl.Spec.CredentialsSecretRef
 	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s not found; run `flotilla join %s --kubeconfig MEMBER.kubeconfig --overwrite` to store credentials", ref.Namespace, ref.Name, cl.Name)
+			return nil, "", fmt.Errorf("spec.credentialsSecretRef: secret %s/%s not found; run `flotilla join %s --kubeconfig MEMBER.kubeconfig --overwrite` to store credentials", ref.Namespace, ref.Name, cl.Name)
 		}
-		return fmt.Errorf("spec.credentialsSecretRef: reading secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		return nil, "", fmt.Errorf("spec.credentialsSecretRef: reading secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
 	data := secret.Data[clusterv1alpha1.CredentialsSecretKey]
 	if len(data) == 0 {
-		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s has no %q key holding a kubeconfig", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey)
+		return nil, "", fmt.Errorf("spec.credentialsSecretRef: secret %s/%s has no %q key holding a kubeconfig", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey)
 	}
 	kc, err := clientcmd.Load(data)
 	if err != nil {
-		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey, err)
+		return nil, "", fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey, err)
 	}
-	if err := kube.CheckMemberCredentials(kc, r.AllowExecPlugins); err != nil {
-		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: kubeconfig %w", ref.Namespace, ref.Name, err)
+	if err := kube.CheckMemberCredentials(kc, allowExecPlugins); err != nil {
+		return nil, "", fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: kubeconfig %w", ref.Namespace, ref.Name, err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
-		return fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey, err)
+		return nil, "", fmt.Errorf("spec.credentialsSecretRef: secret %s/%s: key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, clusterv1alpha1.CredentialsSecretKey, err)
 	}
 	cfg.Host = cl.Spec.Endpoint
 	sum := sha256.Sum256(append([]byte(cl.Spec.Endpoint+"\x00"), data...))
-	return r.Cache.Connect(ctx, cl.Name, cfg, hex.EncodeToString(sum[:]))
+	return cfg, hex.EncodeToString(sum[:]), nil
 }
 
 func setReady(status *clusterv1alpha1.ClusterStatus, s metav1.ConditionStatus, reason, msg string, gen int64) {
@@ -272,8 +320,11 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 		return ctrl.Result{}, nil
 	}
 	// Delete and Release need the member: a manager (re)started during the drain connects
-	// first. Without credentials the executor leaves the objects in place.
-	_ = r.connect(ctx, cl)
+	// first. Without credentials the executor leaves the objects in place. Sharded, the
+	// replica owning the cluster holds the connection.
+	if r.Shard == nil || r.Shard.Owns(cl.Name) {
+		_ = r.connect(ctx, cl)
+	}
 	ns := kube.ExecutionNamespacePrefix + cl.Name
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.InNamespace(ns)); err != nil {
@@ -303,6 +354,10 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 		return ctrl.Result{}, err
 	}
 	r.Cache.Disconnect(cl.Name)
+	return r.removeFinalizer(ctx, cl, ns)
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, cl *clusterv1alpha1.Cluster, ns string) (ctrl.Result, error) {
 	patch := client.MergeFrom(cl.DeepCopy())
 	controllerutil.RemoveFinalizer(cl, clusterv1alpha1.Finalizer)
 	if err := r.Client.Patch(ctx, cl, patch); err != nil {

@@ -49,7 +49,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -99,6 +98,9 @@ type Executor struct {
 	// DriftCheckInterval is how often every Work is compared with its member objects without
 	// a member event, as a safety net; 0 turns it off.
 	DriftCheckInterval time.Duration
+	// EveryReplica runs the executor on every controller-manager replica, not only the
+	// leader: sharded, Works holds this replica's clusters' Works only (see package worksync).
+	EveryReplica bool
 	// drift is the drift status per Work this process last computed (written or about to be).
 	drift sync.Map
 	// verdicts remember the last drift verdict per member object (see verdictClean).
@@ -137,9 +139,14 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 		return strings.HasPrefix(o.GetNamespace(), kube.ExecutionNamespacePrefix)
 	})
 	if e.DriftCheckInterval > 0 {
-		if err := mgr.Add(manager.RunnableFunc(e.checkEveryWork)); err != nil {
+		if err := mgr.Add(kube.Runnable(e.checkEveryWork, !e.EveryReplica)); err != nil {
 			return err
 		}
+	}
+	opts := controller.Options{MaxConcurrentReconciles: executorWorkers}
+	if e.EveryReplica {
+		leaderOnly := false
+		opts.NeedLeaderElection = &leaderOnly
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("executor")
 	if e.Interpreters != nil {
@@ -155,7 +162,7 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 		// A pass waits on member round trips far more than it computes: enough passes in
 		// flight keep the members busy when many Works arrive at once (a bulk apply measured
 		// 3 s of queueing per Work with 8).
-		WithOptions(controller.Options{MaxConcurrentReconciles: executorWorkers}).
+		WithOptions(opts).
 		Complete(kube.RequeueConflicts(e))
 }
 

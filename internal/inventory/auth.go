@@ -145,3 +145,8 @@ func (z *authorizer) allowed(ctx context.Context, u *User, a access) (bool, erro
 	}
 	return v.(bool), nil
 }
+
+// Authenticate checks r's credentials as the inventory API does (bearer token through
+// TokenReview, or a client certificate of the control plane's CA), for other endpoints served
+// beside it.
+func (s *Server) Authenticate(r *http.Request) (*User, error) { return s.authn.authenticate(r) }

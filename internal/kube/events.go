@@ -106,6 +106,10 @@ func (r *DistinctRecorder) fresh(ref *corev1.ObjectReference, eventtype, reason,
 	return true
 }
 
+// NeedLeaderElection: every replica records its controllers' events (a sharded replica's
+// executor and cluster controller run without leading).
+func (r *DistinctRecorder) NeedLeaderElection() bool { return false }
+
 // Start writes the recorded events until ctx ends.
 func (r *DistinctRecorder) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("events")

@@ -831,24 +831,8 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 	}
 	p := f.proc(managerComponent, managerComponent)
 	if !p.running() {
-		args := append([]string{
-			"controller-manager",
-			"--kubeconfig=" + f.managerKubeconfig(),
-			"--metrics-bind-address=" + f.ManagerMetricsAddress(),
-			"--health-probe-bind-address=" + f.ManagerHealthAddress(),
-			// A local-fleet default: the demo's Prometheus and tests' servers listen on
-			// 127.0.0.1 and are measured from a namespace's AnalysisTemplates. The fleet's etcd
-			// there takes only client certificates, which analysis never presents.
-			"--analysis-allow-cidr=127.0.0.1/32",
-			"--git-cache-dir=" + filepath.Join(f.opts.StateDir, "git"),
-			"--history-dsn=sqlite://" + filepath.Join(f.opts.StateDir, "history.db"),
-			"--inventory-bind-address=" + fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory),
-			"--inventory-tls-cert-file=" + f.pki().path(serverCert),
-			"--inventory-tls-key-file=" + f.pki().path(serverKey),
-			"--inventory-client-ca-file=" + f.pki().path(caCert),
-			"--audit-webhook-client-names=" + auditWebhookUser,
-			"--dashboard",
-		}, f.opts.Manager.Args...)
+		args := append(f.managerArgs(f.ManagerHealthAddress(), f.ManagerMetricsAddress(), fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory), f.opts.StateDir),
+			f.opts.Manager.Args...)
 		if err := p.start(args...); err != nil {
 			return err
 		}
@@ -872,6 +856,29 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 	})
 	done(err)
 	return err
+}
+
+// managerArgs are the controller-manager's flags on this fleet: its addresses and where it
+// keeps its git cache and history.
+func (f *LocalFleet) managerArgs(health, metrics, inventory, stateDir string) []string {
+	return []string{
+		"controller-manager",
+		"--kubeconfig=" + f.managerKubeconfig(),
+		"--metrics-bind-address=" + metrics,
+		"--health-probe-bind-address=" + health,
+		// A local-fleet default: the demo's Prometheus and tests' servers listen on
+		// 127.0.0.1 and are measured from a namespace's AnalysisTemplates. The fleet's etcd
+		// there takes only client certificates, which analysis never presents.
+		"--analysis-allow-cidr=127.0.0.1/32",
+		"--git-cache-dir=" + filepath.Join(stateDir, "git"),
+		"--history-dsn=sqlite://" + filepath.Join(stateDir, "history.db"),
+		"--inventory-bind-address=" + inventory,
+		"--inventory-tls-cert-file=" + f.pki().path(serverCert),
+		"--inventory-tls-key-file=" + f.pki().path(serverKey),
+		"--inventory-client-ca-file=" + f.pki().path(caCert),
+		"--audit-webhook-client-names=" + auditWebhookUser,
+		"--dashboard",
+	}
 }
 
 // StopManager stops the controller-manager only (to restart it in a test).

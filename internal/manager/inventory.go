@@ -22,11 +22,12 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 	"github.com/flotilla-dev/flotilla/internal/release"
+	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
 
 // server is the inventory API as a runnable of the manager, served on every replica (it
 // only reads).
-func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, informers cache.Informers, store history.Store, preview inventory.Previewer, writers *audit.Log) (manager.Runnable, error) {
+func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, informers cache.Informers, store history.Store, preview inventory.Previewer, writers *audit.Log, works *worksync.Server) (manager.Runnable, error) {
 	if _, _, err := net.SplitHostPort(o.Address); err != nil {
 		return nil, fmt.Errorf("--inventory-bind-address %q: give host:port, for example 127.0.0.1:8443", o.Address)
 	}
@@ -64,6 +65,18 @@ func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, informers ca
 			return nil, errors.New("--audit-webhook-client-names needs --inventory-client-ca-file: the audit webhook is known by its client certificate")
 		}
 		mux.Handle(audit.Path, writers.Handler(o.AuditClientNames...))
+	}
+	if works != nil {
+		// The leader's Works, for the other replicas of a sharded controller-manager.
+		works.Kube = kube
+		works.Authenticate = func(r *http.Request) (*worksync.Caller, error) {
+			u, err := api.Authenticate(r)
+			if err != nil {
+				return nil, err
+			}
+			return &worksync.Caller{Name: u.Name, Groups: u.Groups, UID: u.UID, Extra: u.Extra}, nil
+		}
+		works.Register(mux)
 	}
 	if o.Dashboard {
 		dash, err := dashboard.New(dashboard.Options{InventoryTransport: dashboard.HandlerTransport(handler),

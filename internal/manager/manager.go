@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,9 +49,11 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/release"
 	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/scheduler"
+	"github.com/flotilla-dev/flotilla/internal/shard"
 	"github.com/flotilla-dev/flotilla/internal/statusboard"
 	"github.com/flotilla-dev/flotilla/internal/team"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
+	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
 
 // Options configure the controller-manager.
@@ -100,9 +103,19 @@ type Options struct {
 	HistoryMaxRecords int
 	// Inventory serves the inventory API when its address is set.
 	Inventory InventoryOptions
+	// Shard splits the member clusters between replicas when its Identity is set.
+	Shard ShardOptions
 	// GitWebhookRequireSignature refuses unsigned git push webhooks, also for the Applications
 	// of Teams that name no webhook secret (spec.webhook.secretRef).
 	GitWebhookRequireSignature bool
+}
+
+// ShardOptions say how this replica shares the member clusters with the others.
+type ShardOptions struct {
+	Identity       string
+	Address        string
+	PeerCAFile     string
+	PeerServerName string
 }
 
 // InventoryOptions say where and how the inventory API is served.
@@ -219,18 +232,30 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
+	sharded := o.Shard.Identity != ""
+	var leaderLock resourcelock.Interface
+	if sharded {
+		if err := o.checkShard(); err != nil {
+			return err
+		}
+		// The leader Lease names the replica itself, so the others find where it serves its Works.
+		if leaderLock, err = shardLeaderLock(cfg, o.LeaderElectionID, o.Shard.Identity); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        kube.Scheme,
-		Metrics:                       metricsOptions,
-		HealthProbeBindAddress:        o.HealthProbeAddress,
-		PprofBindAddress:              o.PprofAddress,
-		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              o.LeaderElectionID,
-		LeaderElectionNamespace:       kube.SystemNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &leaseDuration,
-		RenewDeadline:                 &renewDeadline,
-		RetryPeriod:                   &retryPeriod,
+		LeaderElectionResourceLockInterface: leaderLock,
+		Scheme:                              kube.Scheme,
+		Metrics:                             metricsOptions,
+		HealthProbeBindAddress:              o.HealthProbeAddress,
+		PprofBindAddress:                    o.PprofAddress,
+		LeaderElection:                      o.LeaderElection,
+		LeaderElectionID:                    o.LeaderElectionID,
+		LeaderElectionNamespace:             kube.SystemNamespace,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       &leaseDuration,
+		RenewDeadline:                       &renewDeadline,
+		RetryPeriod:                         &retryPeriod,
 		// Templates of any kind are read as unstructured objects; cache them like typed ones.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -258,6 +283,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	// render, apply and read them reach them through this client.
 	works := workstore.New()
 	withWorks := works.Client(mgr.GetClient())
+	// Sharded, the leader keeps the Works and each replica applies those of its clusters from
+	// a mirror (package worksync); unsharded, the executor reads the store itself.
+	executed, withExecuted := works, withWorks
+	var ring *shard.Ring
+	var worksServer *worksync.Server
+	var analysisMembers analysis.Members = analysis.CacheMembers{Cache: members}
+	if sharded {
+		if ring, worksServer, executed, err = o.startShard(mgr, cfg, works); err != nil {
+			return err
+		}
+		withExecuted = executed.Client(mgr.GetClient())
+		analysisMembers = &memberClients{cache: members, reader: mgr.GetClient(), allowExecPlugins: o.AllowExecPlugins}
+	}
 	luavm.SetProcessLimits(o.Lua)
 	interpreters := interpret.NewRegistry(luavm.Limits{MaxMemory: o.LuaCallMemory})
 	if err := customization.Load(ctx, mgr.GetAPIReader(), interpreters); err != nil {
@@ -267,12 +305,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Recorder: recorder("flotilla-customization")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the customization controller: %w", err)
 	}
-	if err := (&cluster.Reconciler{
+	clusters := &cluster.Reconciler{
 		Client:           withWorks,
 		Cache:            members,
 		Recorder:         recorder("flotilla-cluster-controller"),
 		AllowExecPlugins: o.AllowExecPlugins,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if ring != nil {
+		clusters.Shard, clusters.Leading = ring, leading(mgr)
+	}
+	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
 	if err := (&detector.Detector{Client: mgr.GetClient(), Interpreters: interpreters, Recorder: recorder("flotilla-detector")}).SetupWithManager(mgr); err != nil {
@@ -299,8 +341,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&binding.Failover{Client: withWorks, Works: works, Recorder: recorder("flotilla-failover")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the failover of bindings: %w", err)
 	}
-	if err := (&execute.Executor{Client: withWorks, Works: works, Members: members, Interpreters: interpreters,
-		Recorder: recorder("flotilla-executor"), DriftCheckInterval: o.DriftCheckInterval}).SetupWithManager(mgr); err != nil {
+	if err := (&execute.Executor{Client: withExecuted, Works: executed, Members: members, Interpreters: interpreters,
+		Recorder: recorder("flotilla-executor"), DriftCheckInterval: o.DriftCheckInterval, EveryReplica: sharded}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}
 	if err := (&release.Recorder{Client: mgr.GetClient(), Recorder: recorder("flotilla-release"), Interpreters: interpreters}).SetupWithManager(mgr); err != nil {
@@ -309,7 +351,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&release.Controller{Client: withWorks, Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release"), Board: board}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
-	if err := (&analysisrun.Controller{Client: mgr.GetClient(), Members: analysis.CacheMembers{Cache: members}, Recorder: recorder("flotilla-analysis"),
+	if err := (&analysisrun.Controller{Client: mgr.GetClient(), Members: analysisMembers, Recorder: recorder("flotilla-analysis"),
 		Egress: analysis.NewEgress(o.Analysis.AllowCIDRs), PodSecurity: o.Analysis.PodSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the analysis controller: %w", err)
 	}
@@ -346,7 +388,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("setting up the historian: %w", err)
 	}
 	if o.Inventory.Address != "" {
-		srv, err := o.Inventory.server(cfg, withWorks, mgr.GetCache(), store, sched, writers)
+		srv, err := o.Inventory.server(cfg, withWorks, mgr.GetCache(), store, sched, writers, worksServer)
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,8 @@ type change struct {
 	kind        changeKind
 	before, now *workv1alpha1.Work
 	initial     bool
+	// forgotten: a mirror dropped the Work (see Forget); to a controller it is a deletion.
+	forgotten bool
 }
 
 // subscriber is one started source's unbounded FIFO: writers append under its own lock and

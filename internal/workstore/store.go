@@ -57,6 +57,8 @@ type Store struct {
 	byBinding   map[types.NamespacedName]keySet
 	version     uint64
 	subscribers map[*subscriber]struct{}
+	// id names this store among others (mirrors tell a leader's restart by it).
+	id string
 }
 
 type keySet map[types.NamespacedName]struct{}
@@ -68,6 +70,7 @@ func New() *Store {
 		byNamespace: map[string]keySet{},
 		byBinding:   map[types.NamespacedName]keySet{},
 		subscribers: map[*subscriber]struct{}{},
+		id:          string(uuid.NewUUID()),
 	}
 }
 

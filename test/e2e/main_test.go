@@ -121,10 +121,10 @@ func buildFlotilla(dir string) (string, error) {
 	return out, nil
 }
 
-func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet) (*localfleet.LocalFleet, error) {
+func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet, managerArgs ...string) (*localfleet.LocalFleet, error) {
 	lf, err := localfleet.Open(localfleet.Options{
 		StateDir: stateDir, BinDir: binDir, Fleet: f, CRDs: crd.YAML(), Out: os.Stdout,
-		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: []string{
+		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: append([]string{
 			"--probe-period=" + probePeriod.String(), "--probe-timeout=" + probeTimeout.String(),
 			fmt.Sprintf("--failure-threshold=%d", failureThreshold), "--failover-grace-period=" + failoverGrace.String(), "--zap-log-level=info",
 			// Far beyond any test's wait: a CRD installed in a member must become usable
@@ -132,7 +132,7 @@ func startFleet(ctx context.Context, stateDir string, f *localfleet.Fleet) (*loc
 			"--discovery-interval=10m",
 			// The platform's own namespace in the tests: its templates skip the Pod Security check.
 			"--pod-security-exempt-namespaces=tw-platform",
-		}},
+		}, managerArgs...)},
 	})
 	if err != nil {
 		return nil, err
