@@ -275,6 +275,9 @@ func newStatusCommand(g *globals) *cobra.Command {
 				}
 				if err := printClusterTable(cmd.Context(), cfg, out, true); err != nil {
 					fmt.Fprintf(out, "control plane not answering: %v\n", err)
+				} else if c, err := client.New(cfg, client.Options{Scheme: kube.Scheme}); err == nil {
+					fmt.Fprintln(out)
+					_ = printShards(cmd.Context(), c, out)
 				}
 			}
 			return nil
