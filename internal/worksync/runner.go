@@ -10,14 +10,13 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/shard"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 )
 
 // Runner keeps Mirror equal to the leader's Works of the clusters this replica holds and
 // reports what this replica's executor writes to them back to the leader.
 type Runner struct {
-	Ring *shard.Ring
+	Ring Shard
 	// Mirror is what this replica's executor applies; Leader is this process's own store,
 	// read in-process while this replica leads.
 	Mirror, Leader *workstore.Store
@@ -26,6 +25,13 @@ type Runner struct {
 
 	mu       sync.Mutex
 	upstream Upstream
+}
+
+// Shard is this replica's share of the clusters and who leads (package shard's Ring).
+type Shard interface {
+	Held() []string
+	Leader() (identity, address string, ok bool)
+	Watch() <-chan struct{}
 }
 
 // NeedLeaderElection: every replica applies its clusters.

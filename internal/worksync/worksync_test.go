@@ -1,0 +1,181 @@
+package worksync
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
+)
+
+const finalizer = "work.flotilla.dev/executor"
+
+type fixedShard struct {
+	held         []string
+	leader, addr string
+	changed      chan struct{}
+}
+
+func (f *fixedShard) Held() []string                 { return f.held }
+func (f *fixedShard) Leader() (string, string, bool) { return f.leader, f.addr, true }
+func (f *fixedShard) Watch() <-chan struct{}         { return f.changed }
+
+func newWork(cluster, name string) *workv1alpha1.Work {
+	return &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Namespace: kube.ExecutionNamespacePrefix + cluster, Name: name},
+		Spec: workv1alpha1.WorkSpec{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"}}`)}}}},
+	}
+}
+
+// eventually polls cond for up to 5s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 5s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A replica mirrors only its clusters' Works from the leader, and what its executor writes
+// (finalizer, status, the finalizer's removal after a deletion) reaches the leader.
+func TestRunnerMirrorsHeldClustersAndReportsBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cp := fakeclient.NewClientBuilder().WithScheme(kube.Scheme).Build()
+	leader, mirror := workstore.New(), workstore.New()
+	leaderClient, mirrorClient := leader.Client(cp), mirror.Client(cp)
+	for _, w := range []*workv1alpha1.Work{newWork("east", "web"), newWork("west", "web")} {
+		if err := leaderClient.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Runner{Ring: &fixedShard{held: []string{"east"}, leader: "me", changed: make(chan struct{})}, Mirror: mirror, Leader: leader, Identity: "me"}
+	go func() { _ = r.Start(ctx) }()
+	eventually(t, "the mirror holds east's Work only", func() bool { return mirror.Len() == 1 })
+	key := client.ObjectKey{Namespace: kube.ExecutionNamespacePrefix + "east", Name: "web"}
+	m := &workv1alpha1.Work{}
+	if err := mirrorClient.Get(ctx, key, m); err != nil {
+		t.Fatal(err)
+	}
+	controllerutil.AddFinalizer(m, finalizer)
+	if err := mirrorClient.Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m.Status.Conditions = []metav1.Condition{{Type: "Applied", Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: metav1.Now()}}
+	if err := mirrorClient.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	l := &workv1alpha1.Work{}
+	eventually(t, "the leader has the replica's finalizer and status", func() bool {
+		return leaderClient.Get(ctx, key, l) == nil && controllerutil.ContainsFinalizer(l, finalizer) && len(l.Status.Conditions) == 1
+	})
+	if err := leaderClient.Delete(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the mirror's copy is deleting", func() bool {
+		return mirrorClient.Get(ctx, key, m) == nil && m.DeletionTimestamp != nil
+	})
+	controllerutil.RemoveFinalizer(m, finalizer)
+	if err := mirrorClient.Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the leader lets the Work go once the replica finalized it", func() bool { return leaderClient.Get(ctx, key, l) != nil })
+	if leader.Len() != 1 {
+		t.Fatalf("the leader holds %d Works, want west's", leader.Len())
+	}
+}
+
+// The Works stream refuses callers without credentials and callers the control plane does not
+// allow to write Work status (every team), and serves the controller-manager's identity.
+func TestServerServesOnlyTheControllerManager(t *testing.T) {
+	leader := workstore.New()
+	if err := leader.Client(fakeclient.NewClientBuilder().WithScheme(kube.Scheme).Build()).Create(context.Background(), newWork("east", "web")); err != nil {
+		t.Fatal(err)
+	}
+	kc := fake.NewClientset()
+	var mu sync.Mutex
+	var asked []authorizationv1.SubjectAccessReviewSpec
+	kc.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		mu.Lock()
+		asked = append(asked, sar.Spec)
+		mu.Unlock()
+		sar.Status.Allowed = sar.Spec.User == "system:flotilla:controller-manager"
+		return true, sar, nil
+	})
+	s := &Server{Store: leader, Kube: kc, Leading: func() bool { return true },
+		Authenticate: func(r *http.Request) (*Caller, error) {
+			if u := r.Header.Get("X-Test-User"); u != "" {
+				return &Caller{Name: u}, nil
+			}
+			return nil, http.ErrNoCookie
+		}}
+	mux := http.NewServeMux()
+	s.Register(mux)
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	hc := srv.Client()
+	hc.Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the test server's own certificate
+	get := func(user string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+FollowPath+"?cluster=east", nil)
+		if user != "" {
+			req.Header.Set("X-Test-User", user)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := hc.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			var b strings.Builder
+			buf := make([]byte, 512)
+			n, _ := resp.Body.Read(buf)
+			b.Write(buf[:n])
+			return resp.StatusCode, b.String()
+		}
+		var e workstore.Event
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(e.Type) + " " + e.Work.Namespace + "/" + e.Work.Name
+	}
+	if code, _ := get(""); code != http.StatusUnauthorized {
+		t.Errorf("no credentials: %d, want 401", code)
+	}
+	if code, body := get("alice"); code != http.StatusForbidden || !strings.Contains(body, "alice may not update works/status") {
+		t.Errorf("a team member: %d %q, want 403 naming the permission", code, body)
+	}
+	if code, body := get("system:flotilla:controller-manager"); code != http.StatusOK || body != "Added flotilla-es-east/web" {
+		t.Errorf("the controller-manager: %d %q, want 200 and east's Work", code, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range asked {
+		if ra := a.ResourceAttributes; ra == nil || ra.Verb != "update" || ra.Resource != "works" || ra.Subresource != "status" {
+			t.Errorf("asked the control plane %+v, want update works/status", a.ResourceAttributes)
+		}
+	}
+}
