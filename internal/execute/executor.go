@@ -239,6 +239,11 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	// Unknown (not probed yet, just after a restart) is not a failure: the Works say what they
 	// said, and a member that really is down fails its calls within the timeout.
 	reachable := connected && health.Readiness != clustercache.ReadinessNotReady
+	if !connected && e.connecting(ctx, cluster) {
+		// A cluster this replica just took: its connection comes in a moment. Until then the
+		// Work is neither "not Ready" nor, when deleted, a cluster that is gone.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	if !w.DeletionTimestamp.IsZero() {
 		return e.remove(ctx, req.NamespacedName, cluster, w, connected, reachable)
 	}
@@ -1013,6 +1018,21 @@ func ptrUID(u types.UID) *types.UID { return &u }
 // clusterUnjoining says whether a Work's cluster is being deleted (unjoined), and its
 // deletion policy (Orphan when unset): the cluster's policy then decides what happens to the
 // member objects, whatever the binding's own deletion rule.
+// connecting says whether this replica is about to connect to cluster: sharded, the cluster
+// controller connects to a cluster a moment after this replica takes it, unless its
+// credentials are refused.
+func (e *Executor) connecting(ctx context.Context, name string) bool {
+	if !e.EveryReplica {
+		return false
+	}
+	cl := &clusterv1alpha1.Cluster{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
+		return false
+	}
+	ready := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
+	return ready == nil || ready.Reason != clusterv1alpha1.ReasonCredentialsInvalid
+}
+
 func (e *Executor) clusterUnjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy) {
 	cl := &clusterv1alpha1.Cluster{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.DeletionTimestamp.IsZero() {

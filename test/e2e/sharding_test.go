@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +78,10 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 	g.Eventually(func() []string { return held("r1") }, time.Minute).Should(gomega.Equal(want["r1"]))
 	g.Eventually(func() []string { return held("r2") }, time.Minute).Should(gomega.Equal(want["r2"]))
 	g.Expect(scrape(t, r2.MetricsAddress, `flotilla_shard_clusters{replica="r2"}`)).To(gomega.Equal("1"))
+	out, err := flotilla("shards", "--kubeconfig", lf.Kubeconfig(""))
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.MatchRegexp(`r1\s+leader\s+127\.0\.0\.1:\d+\s+in \d+s\s+3: ` + strings.Join(want["r1"], ",")))
+	g.Expect(out).To(gomega.MatchRegexp(`r2\s+shard\s+` + regexp.QuoteMeta(r2.InventoryAddress) + `\s+in \d+s\s+1: ` + want["r2"][0]))
 
 	ns := "sharded"
 	g.Expect(cp.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
