@@ -3,6 +3,7 @@ package worksync
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,6 +37,8 @@ type Server struct {
 	Kube         kubernetes.Interface
 	// Leading says whether this replica leads now: only the leader's store is whole.
 	Leading func() bool
+	// MaxReportBytes bounds one report batch; 0 is 64 MiB.
+	MaxReportBytes int64
 
 	mu      sync.Mutex
 	allowed map[string]time.Time
@@ -158,9 +161,19 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var reports []workstore.Report
-	body := http.MaxBytesReader(w, r.Body, maxReportBytes)
+	limit := s.MaxReportBytes
+	if limit <= 0 {
+		limit = maxReportBytes
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
 	if err := json.NewDecoder(body).Decode(&reports); err != nil {
-		http.Error(w, fmt.Sprintf("the body is not a JSON array of reports: %v", err), http.StatusBadRequest)
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			http.Error(w, fmt.Sprintf("the reports are over %d bytes: send fewer at once", limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		// The decoder's error is not echoed: it may quote the body.
+		http.Error(w, "the body is not a JSON array of Work reports", http.StatusBadRequest)
 		return
 	}
 	_, _ = io.Copy(io.Discard, body)

@@ -2,12 +2,22 @@ package worksync
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -177,5 +188,93 @@ func TestServerServesOnlyTheControllerManager(t *testing.T) {
 		if ra := a.ResourceAttributes; ra == nil || ra.Verb != "update" || ra.Resource != "works" || ra.Subresource != "status" {
 			t.Errorf("asked the control plane %+v, want update works/status", a.ResourceAttributes)
 		}
+	}
+}
+
+// A report batch that is not JSON, or too large, is refused without echoing what was sent, and
+// nothing of it is applied.
+func TestServerRefusesBadAndOversizedReports(t *testing.T) {
+	leader := workstore.New()
+	c := leader.Client(fakeclient.NewClientBuilder().WithScheme(kube.Scheme).Build())
+	w := newWork("east", "web")
+	if err := c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	kc := fake.NewClientset()
+	kc.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		sar.Status.Allowed = true
+		return true, sar, nil
+	})
+	s := &Server{Store: leader, Kube: kc, Leading: func() bool { return true }, MaxReportBytes: 1024,
+		Authenticate: func(*http.Request) (*Caller, error) { return &Caller{Name: "system:flotilla:controller-manager"}, nil }}
+	mux := http.NewServeMux()
+	s.Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	post := func(body string) (int, string) {
+		resp, err := http.Post(srv.URL+ReportPath, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b := make([]byte, 1024)
+		n, _ := resp.Body.Read(b)
+		return resp.StatusCode, string(b[:n])
+	}
+	if code, body := post(`<script>secret-token</script>`); code != http.StatusBadRequest || strings.Contains(body, "secret-token") {
+		t.Errorf("not JSON: %d %q, want 400 without the body echoed", code, body)
+	}
+	big := `[{"namespace":"flotilla-es-east","name":"web","uid":"` + string(w.UID) + `","finalizers":["` + strings.Repeat("x", 2048) + `"]}]`
+	if code, body := post(big); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "over 1024 bytes") {
+		t.Errorf("oversized: %d %q, want 413 naming the bound", code, body)
+	}
+	got := &workv1alpha1.Work{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil || len(got.Finalizers) != 0 {
+		t.Fatalf("a refused report changed the Work: finalizers %v, %v", got.Finalizers, err)
+	}
+}
+
+// A shard Lease pointing a replica at a server without a certificate of the replicas' CA (a
+// redirect to an attacker) gets no request through: the TLS handshake fails before the
+// replica's credentials are sent.
+func TestARedirectedReplicaSendsNoCredentials(t *testing.T) {
+	var sawCredentials atomic.Bool
+	attacker := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawCredentials.Store(true)
+		}
+	}))
+	defer attacker.Close()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "replicas-ca"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	peers := PeerConfig{Credentials: &rest.Config{BearerToken: "manager-token"}, CAFile: caFile}
+	remote, err := peers.Dial(strings.TrimPrefix(attacker.URL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = remote.Follow(ctx, []string{"east"}, func(workstore.Event) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("following a server outside the replicas' CA: %v, want a certificate error", err)
+	}
+	if err := remote.Report(ctx, []workstore.Report{{Namespace: "flotilla-es-east", Name: "web"}}); err == nil {
+		t.Fatal("reporting to a server outside the replicas' CA succeeded")
+	}
+	if sawCredentials.Load() {
+		t.Fatal("the replica's token reached a server outside the replicas' CA")
 	}
 }

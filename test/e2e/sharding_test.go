@@ -15,8 +15,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
@@ -160,6 +163,57 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 	}
 	g.Eventually(healthy).Should(gomega.Equal(workv1alpha1.HealthHealthy))
 	g.Expect(slices.Contains(held("r2"), members[0])).To(gomega.BeTrue())
+
+	// The leader's Works stream is on the inventory port every user reaches.
+	t.Run("TenantCannotReadOrWriteTheWorksStream", func(t *testing.T) {
+		g := newG(t)
+		g.Expect(cp.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mallory-edit", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "team-sharded"}}})).To(gomega.Succeed())
+		kc, err := lf.UserKubeconfig("", "mallory", "team-sharded")
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		cfg.Host, cfg.CAFile, cfg.CAData = "https://"+r2.InventoryAddress, lf.CAFile(), nil
+		mallory, err := rest.HTTPClientFor(cfg)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		anonymous, err := rest.HTTPClientFor(&rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: lf.CAFile()}})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		call := func(c *http.Client, method, path, body string) (int, string) {
+			req, err := http.NewRequest(method, cfg.Host+path, strings.NewReader(body))
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			resp, err := c.Do(req)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			return resp.StatusCode, string(b)
+		}
+		code, body := call(mallory, http.MethodGet, "/works/v1alpha1/follow?cluster="+members[0], "")
+		g.Expect(code).To(gomega.Equal(http.StatusForbidden), body)
+		g.Expect(body).To(gomega.ContainSubstring("mallory may not update works/status"))
+		g.Expect(body).NotTo(gomega.ContainSubstring("flotilla-es-"))
+		code, body = call(mallory, http.MethodPost, "/works/v1alpha1/reports",
+			`[{"namespace":"flotilla-es-`+members[0]+`","name":"web-deployment","uid":"x","finalizers":[]}]`)
+		g.Expect(code).To(gomega.Equal(http.StatusForbidden), body)
+		code, body = call(anonymous, http.MethodGet, "/works/v1alpha1/follow?cluster="+members[0], "")
+		g.Expect(code).To(gomega.Equal(http.StatusUnauthorized), body)
+		// Nor can a team point the replicas elsewhere: the shard Leases are the platform's.
+		userCP, err := client.New(rest.CopyConfig(mustRESTConfig(t, kc)), client.Options{Scheme: kube.Scheme})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		forbidden(g, userCP.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: kube.SystemNamespace, Name: shard.LeaseName("evil"),
+			Labels: map[string]string{shard.ReplicaLabel: "evil"}, Annotations: map[string]string{shard.AddressAnnotation: "attacker.example:443"}}}), "")
+		l := &coordinationv1.Lease{}
+		forbidden(g, userCP.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: shard.LeaseName("r2")}, l), "")
+	})
+}
+
+func mustRESTConfig(t *testing.T, kubeconfig string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // scrape reads one sample of a plain-HTTP /metrics endpoint.
