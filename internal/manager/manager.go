@@ -233,10 +233,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		RetryPeriod:                   &retryPeriod,
 		// Templates of any kind are read as unstructured objects; cache them like typed ones.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Secrets are templates too; service-account tokens never are, so they stay out of memory.
-			&corev1.Secret{}: {Field: fields.OneTermNotEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
-		}},
+		Cache: cache.Options{
+			// What no controller reads never enters the cache (managedFields, last-applied).
+			DefaultTransform: kube.TrimControlPlaneObject,
+			ByObject: map[client.Object]cache.ByObject{
+				// Secrets are templates too; service-account tokens never are, so they stay out of memory.
+				&corev1.Secret{}: {Field: fields.OneTermNotEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
+			}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
