@@ -103,6 +103,9 @@ type Options struct {
 	// GitWebhookRequireSignature refuses unsigned git push webhooks, also for the Applications
 	// of Teams that name no webhook secret (spec.webhook.secretRef).
 	GitWebhookRequireSignature bool
+	// MemoryLimitMiB is the Go heap's soft limit; 0: 90% of the container's memory limit,
+	// if any, unless GOMEMLIMIT is set (see memory.go).
+	MemoryLimitMiB int64
 }
 
 // InventoryOptions say where and how the inventory API is served.
@@ -178,6 +181,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Probe.Validate(); err != nil {
 		return err
 	}
+	if err := validateMemoryLimit(o.MemoryLimitMiB); err != nil {
+		return err
+	}
+	setMemoryLimit(o.MemoryLimitMiB, ctrl.Log.WithName("setup"))
 	if o.FailoverGracePeriod <= 0 {
 		return fmt.Errorf("--failover-grace-period %s: give a positive duration, for example 1m (how long a cluster may stay not Ready before its replicas move)", o.FailoverGracePeriod)
 	}
