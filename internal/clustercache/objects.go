@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // ManagedSelector selects the member objects Flotilla applied; only those are watched.
@@ -72,6 +74,9 @@ func (c *Cache) WatchObjects(cluster string, gvr schema.GroupVersionResource, on
 		return nil
 	}
 	inf := m.objects.factory.ForResource(gvr).Informer()
+	if err := inf.SetTransform(kube.TrimMemberObject); err != nil {
+		return err
+	}
 	send := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			onEvent(ObjectEvent{Cluster: cluster, Object: u})

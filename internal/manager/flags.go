@@ -65,6 +65,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.o.Git.MaxFileMiB, "git-max-file-mib", f.o.Git.MaxFileMiB, "MiB one file of a fetched repository may have once inflated")
 	fs.Int64Var(&f.o.Git.MaxCheckoutMiB, "git-max-checkout-mib", f.o.Git.MaxCheckoutMiB, "MiB of files one checked-out commit may hold")
 	fs.Int64Var(&f.o.Git.TeamCacheMiB, "git-team-cache-mib", f.o.Git.TeamCacheMiB, "MiB of git trees one team keeps cached; its least recently used go first")
+	fs.Int64Var(&f.o.MemoryLimitMiB, "memory-limit-mib", 0, "soft limit of the Go heap in MiB (the collector works harder near it; see runtime/debug.SetMemoryLimit); 0: 90% of the container's memory limit when there is one and GOMEMLIMIT is not set")
 	fs.StringVar(&f.o.PprofAddress, "pprof-bind-address", "", "address of net/http/pprof for profiling; off when empty")
 	fs.Float32Var(&f.o.KubeAPIQPS, "kube-api-qps", f.o.KubeAPIQPS, "queries per second to the control plane")
 	fs.IntVar(&f.o.KubeAPIBurst, "kube-api-burst", f.o.KubeAPIBurst, "burst of queries to the control plane")

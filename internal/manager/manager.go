@@ -108,6 +108,9 @@ type Options struct {
 	// GitWebhookRequireSignature refuses unsigned git push webhooks, also for the Applications
 	// of Teams that name no webhook secret (spec.webhook.secretRef).
 	GitWebhookRequireSignature bool
+	// MemoryLimitMiB is the Go heap's soft limit; 0: 90% of the container's memory limit,
+	// if any, unless GOMEMLIMIT is set (see memory.go).
+	MemoryLimitMiB int64
 }
 
 // ShardOptions say how this replica shares the member clusters with the others.
@@ -191,6 +194,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Probe.Validate(); err != nil {
 		return err
 	}
+	if err := validateMemoryLimit(o.MemoryLimitMiB); err != nil {
+		return err
+	}
+	setMemoryLimit(o.MemoryLimitMiB, ctrl.Log.WithName("setup"))
 	if o.FailoverGracePeriod <= 0 {
 		return fmt.Errorf("--failover-grace-period %s: give a positive duration, for example 1m (how long a cluster may stay not Ready before its replicas move)", o.FailoverGracePeriod)
 	}
@@ -258,10 +265,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		RetryPeriod:                         &retryPeriod,
 		// Templates of any kind are read as unstructured objects; cache them like typed ones.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Secrets are templates too; service-account tokens never are, so they stay out of memory.
-			&corev1.Secret{}: {Field: fields.OneTermNotEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
-		}},
+		Cache: cache.Options{
+			// What no controller reads never enters the cache (managedFields, last-applied).
+			DefaultTransform: kube.TrimControlPlaneObject,
+			ByObject: map[client.Object]cache.ByObject{
+				// Secrets are templates too; service-account tokens never are, so they stay out of memory.
+				&corev1.Secret{}: {Field: fields.OneTermNotEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
+			}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

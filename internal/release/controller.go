@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -984,15 +984,20 @@ func (c *Controller) analysisPhase(ctx context.Context, s *step, gate *policyv1a
 }
 
 // podSelector is the released Deployment's spec.selector.matchLabels, as the template says now.
+// It is read as unstructured, as every controller reads templates: a typed read would start a
+// second cache holding every Deployment template again.
 func (c *Controller) podSelector(ctx context.Context, rel *rolloutv1alpha1.Release) (map[string]string, error) {
-	d := &appsv1.Deployment{}
+	d := &unstructured.Unstructured{}
+	d.SetAPIVersion(rel.Spec.Resource.APIVersion)
+	d.SetKind(rel.Spec.Resource.Kind)
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: rel.Spec.Resource.Namespace, Name: rel.Spec.Resource.Name}, d); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if d.Spec.Selector == nil {
-		return nil, nil
+	labels, _, err := unstructured.NestedStringMap(d.Object, "spec", "selector", "matchLabels")
+	if err != nil {
+		return nil, fmt.Errorf("Deployment %s/%s: spec.selector.matchLabels: %w", d.GetNamespace(), d.GetName(), err)
 	}
-	return d.Spec.Selector.MatchLabels, nil
+	return labels, nil
 }
 
 // terminateAnalysis stops the release's runs still measuring.
