@@ -96,7 +96,7 @@ func (p *probeFlags) args() []string {
 
 func newUpCommand(g *globals) *cobra.Command {
 	var fleetFile, profile string
-	var members int
+	var members, managerReplicas int
 	var probe upManagerFlags
 	var readyTimeout time.Duration
 	cmd := &cobra.Command{
@@ -109,7 +109,9 @@ func newUpCommand(g *globals) *cobra.Command {
   # Faster failover and debug logs for a demo
   %[1]s up --failover-grace-period 20s --probe-period 2s --log-level debug
   # Fifty slim members (an apiserver and kwok each, no controller-manager) for scale work
-  %[1]s up --members 50 --profile slim`, invokedName()),
+  %[1]s up --members 50 --profile slim
+  # Two controller-manager replicas sharing the members (see them with: %[1]s shards)
+  %[1]s up --members 4 --profile slim --manager-replicas 2`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fleet, err := upFleet(cmd, fleetFile, members, profile)
@@ -130,7 +132,10 @@ func newUpCommand(g *globals) *cobra.Command {
 				return err
 			}
 			out := g.streams.Out
-			lf, err := g.openFleet(fleet, &localfleet.ManagerCommand{Binary: exe, Args: probe.args()}, out)
+			if managerReplicas < 0 || managerReplicas > localfleet.MaxManagerReplicas {
+				return fmt.Errorf("--manager-replicas %d: give 1 to %d", managerReplicas, localfleet.MaxManagerReplicas)
+			}
+			lf, err := g.openFleet(fleet, &localfleet.ManagerCommand{Binary: exe, Args: probe.args(), Replicas: managerReplicas}, out)
 			if err != nil {
 				return err
 			}
@@ -159,6 +164,7 @@ func newUpCommand(g *globals) *cobra.Command {
 	cmd.Flags().StringVarP(&fleetFile, "fleet", "f", "", "fleet file (YAML) describing the members; default: 3 members in distinct regions")
 	cmd.Flags().IntVar(&members, "members", 0, "start this many members named member-01.. over three regions instead of the default three (not with --fleet)")
 	cmd.Flags().StringVar(&profile, "profile", "", "member profile: full (apiserver, controller-manager, scheduler, kwok; the default) or slim (apiserver with small caches and kwok, for scale work); with --fleet, the profile of members that name none")
+	cmd.Flags().IntVar(&managerReplicas, "manager-replicas", 0, "controller-manager replicas; more than one share the member clusters (see `flotilla shards`); default: the fleet file's manager.replicas, else as many as last started, else 1")
 	cmd.Flags().DurationVar(&readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for the members to be Ready")
 	probe.add(cmd)
 	return cmd

@@ -68,7 +68,16 @@ type ManagerSettings struct {
 	FailoverGracePeriod string `json:"failoverGracePeriod,omitempty"`
 	// LogLevel is debug, info or error, or a positive integer for more verbose debug logs.
 	LogLevel string `json:"logLevel,omitempty"`
+	// Replicas of the controller-manager (1 to MaxManagerReplicas); more than one share the
+	// member clusters (--shard-identity manager-1, manager-2, ...).
+	Replicas int `json:"replicas,omitempty"`
 }
+
+// MaxManagerReplicas bounds the controller-manager replicas of a local fleet.
+const MaxManagerReplicas = 8
+
+// ReplicaIdentity is the shard identity of the controller-manager replica i (from 1).
+func ReplicaIdentity(i int) string { return fmt.Sprintf("manager-%d", i) }
 
 // Member is one member cluster of a local fleet.
 type Member struct {
@@ -212,6 +221,9 @@ func (f *Fleet) Validate() error {
 		}
 		if err := ValidLogLevel(m.LogLevel); m.LogLevel != "" && err != nil {
 			errs = append(errs, fmt.Errorf("manager.logLevel: %w", err))
+		}
+		if m.Replicas < 0 || m.Replicas > MaxManagerReplicas {
+			errs = append(errs, fmt.Errorf("manager.replicas %d: give 1 to %d (more than one share the member clusters)", m.Replicas, MaxManagerReplicas))
 		}
 	}
 	if f.Profile != "" {

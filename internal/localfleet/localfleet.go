@@ -69,6 +69,9 @@ type ManagerCommand struct {
 	// Args are appended after `controller-manager --kubeconfig ... --*-bind-address ...
 	// --analysis-allow-cidr=127.0.0.1/32` (analysis may reach the fleet's loopback servers).
 	Args []string
+	// Replicas, when positive, is how many replicas run, sharing the member clusters; else the
+	// fleet file's manager.replicas, else as many as last started, else one.
+	Replicas int
 }
 
 // LocalFleet is a handle on the fleet in one state directory.
@@ -87,6 +90,8 @@ type state struct {
 	// ManagerArgs are the settings the controller-manager was last started with (probe,
 	// failover, log level), for `flotilla status`.
 	ManagerArgs []string `json:"managerArgs,omitempty"`
+	// ManagerReplicas is how many controller-manager replicas run (0: one).
+	ManagerReplicas int `json:"managerReplicas,omitempty"`
 }
 
 // ManagerSettings are the settings the controller-manager was last started with.
@@ -100,6 +105,14 @@ type ports struct {
 	ManagerHealth  int            `json:"managerHealth"`
 	Inventory      int            `json:"inventory,omitempty"`
 	Members        map[string]int `json:"members"`
+	// Replicas are the addresses of controller-manager replicas 2, 3, ...
+	Replicas []replicaPorts `json:"replicas,omitempty"`
+}
+
+type replicaPorts struct {
+	Metrics   int `json:"metrics"`
+	Health    int `json:"health"`
+	Inventory int `json:"inventory"`
 }
 
 // Open reads the fleet saved in opts.StateDir, or prepares a new one. It starts nothing.
@@ -248,8 +261,26 @@ func (f *LocalFleet) Components() []Component {
 	}
 	if f.opts.Manager != nil || f.state.ManagerBinary != "" {
 		cs = append(cs, Component{Name: managerComponent, Cluster: ControlPlaneName, Tool: managerComponent})
+		for i := 2; i <= f.managerReplicas(); i++ {
+			cs = append(cs, Component{Name: replicaComponent(i), Cluster: ControlPlaneName, Tool: managerComponent})
+		}
 	}
 	return cs
+}
+
+// replicaComponent names controller-manager replica i (from 2; the first is managerComponent).
+func replicaComponent(i int) string { return fmt.Sprintf("%s-%d", managerComponent, i) }
+
+// managerReplicas is how many controller-manager replicas the fleet runs: as asked, else the
+// fleet file's number, else as many as last started, else one.
+func (f *LocalFleet) managerReplicas() int {
+	if f.opts.Manager != nil && f.opts.Manager.Replicas > 0 {
+		return f.opts.Manager.Replicas
+	}
+	if m := f.state.Fleet.Manager; m != nil && m.Replicas > 0 {
+		return m.Replicas
+	}
+	return max(f.state.ManagerReplicas, 1)
 }
 
 func memberComponents(m Member) []Component {
@@ -428,6 +459,22 @@ func (f *LocalFleet) prepare() error {
 	for _, s := range steps {
 		if err := pick(s.port, s.component); err != nil {
 			return err
+		}
+	}
+	replicas := f.managerReplicas()
+	if replicas > MaxManagerReplicas {
+		return fmt.Errorf("manager.replicas %d: give 1 to %d", replicas, MaxManagerReplicas)
+	}
+	p.Replicas = p.Replicas[:min(len(p.Replicas), replicas-1)]
+	for i := 2; i <= replicas; i++ {
+		if len(p.Replicas) < i-1 {
+			p.Replicas = append(p.Replicas, replicaPorts{})
+		}
+		r := &p.Replicas[i-2]
+		for _, port := range []*int{&r.Metrics, &r.Health, &r.Inventory} {
+			if err := pick(port, replicaComponent(i)); err != nil {
+				return err
+			}
 		}
 	}
 	for _, m := range f.state.Fleet.Members {
@@ -829,26 +876,59 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 	if f.opts.Manager == nil {
 		return nil
 	}
+	replicas := f.managerReplicas()
+	shardArgs := func(i int) []string {
+		if replicas == 1 {
+			return nil
+		}
+		return []string{"--shard-identity=" + ReplicaIdentity(i)}
+	}
 	p := f.proc(managerComponent, managerComponent)
 	if !p.running() {
 		args := append(f.managerArgs(f.ManagerHealthAddress(), f.ManagerMetricsAddress(), fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory), f.opts.StateDir),
 			f.opts.Manager.Args...)
-		if err := p.start(args...); err != nil {
+		if err := p.start(append(args, shardArgs(1)...)...); err != nil {
 			return err
 		}
 		// Recorded when started: a manager already running keeps the settings it has.
-		f.state.ManagerArgs = f.opts.Manager.Args
+		f.state.ManagerArgs, f.state.ManagerReplicas = f.opts.Manager.Args, replicas
 		if err := f.writeState(); err != nil {
 			return err
 		}
 	}
-	done := f.out.step(managerComponent)
+	if err := f.awaitManager(ctx, managerComponent, p, f.ManagerHealthAddress(), fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory)); err != nil {
+		return err
+	}
+	for i := 2; i <= replicas; i++ {
+		ports := f.state.Ports.Replicas[i-2]
+		health, inventory := fmt.Sprintf("127.0.0.1:%d", ports.Health), fmt.Sprintf("127.0.0.1:%d", ports.Inventory)
+		rp := f.proc(replicaComponent(i), managerComponent)
+		if !rp.running() {
+			dir := filepath.Join(f.opts.StateDir, replicaComponent(i))
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			args := append(f.managerArgs(health, fmt.Sprintf("127.0.0.1:%d", ports.Metrics), inventory, dir), f.opts.Manager.Args...)
+			if err := rp.start(append(args, shardArgs(i)...)...); err != nil {
+				return err
+			}
+		}
+		if err := f.awaitManager(ctx, replicaComponent(i), rp, health, inventory); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// awaitManager waits until a controller-manager replica is ready and serves its inventory API.
+func (f *LocalFleet) awaitManager(ctx context.Context, name string, p process, health, inventory string) error {
+	done := f.out.step(name)
 	err := waitFor(ctx, 120*time.Second, p, func(ctx context.Context) error {
-		if err := httpOK(ctx, http.DefaultClient, "http://"+f.ManagerHealthAddress()+"/readyz"); err != nil {
+		if err := httpOK(ctx, http.DefaultClient, "http://"+health+"/readyz"); err != nil {
 			return err
 		}
 		// The inventory API (and the audit webhook it takes) listens a moment after readyz.
-		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory))
+		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", inventory)
 		if err != nil {
 			return fmt.Errorf("the inventory API does not listen yet: %w", err)
 		}
@@ -881,10 +961,15 @@ func (f *LocalFleet) managerArgs(health, metrics, inventory, stateDir string) []
 	}
 }
 
-// StopManager stops the controller-manager only (to restart it in a test).
+// StopManager stops the controller-manager only (every replica; to restart it in a test).
 func (f *LocalFleet) StopManager() error {
+	var errs []error
+	for i := f.managerReplicas(); i >= 2; i-- {
+		_, err := f.proc(replicaComponent(i), managerComponent).stop(stopGrace(managerComponent))
+		errs = append(errs, err)
+	}
 	_, err := f.proc(managerComponent, managerComponent).stop(stopGrace(managerComponent))
-	return err
+	return errors.Join(append(errs, err)...)
 }
 
 // StartManager starts the controller-manager again and waits until it is ready.

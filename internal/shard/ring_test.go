@@ -43,13 +43,13 @@ func TestOwnerSpreadsClustersAndMovesOnlyWhatItMust(t *testing.T) {
 }
 
 func TestTheE2EFleetSplitsBetweenTwoReplicas(t *testing.T) {
-	// test/e2e's sharding test relies on its four members splitting between r1 and r2.
+	// test/e2e's sharding test relies on its four members splitting between its two replicas.
 	n := map[string]int{}
 	for i := 1; i <= 4; i++ {
-		n[Owner(fmt.Sprintf("member-%02d", i), []string{"r1", "r2"})]++
+		n[Owner(fmt.Sprintf("member-%02d", i), []string{"manager-1", "manager-2"})]++
 	}
 	t.Logf("split: %v", n)
-	if n["r1"] == 0 || n["r2"] == 0 {
+	if n["manager-1"] == 0 || n["manager-2"] == 0 {
 		t.Fatalf("members member-01..04 all go to one replica: %v", n)
 	}
 }

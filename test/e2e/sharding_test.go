@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -30,26 +31,29 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/shard"
 )
 
-// Given two controller-manager replicas sharding four slim members (r1 leads and holds three,
-// r2 holds one), when r1 is killed (SIGKILL, nothing released) while a release bakes its first
-// wave, then r2 takes the lead and all four clusters within a lease period, the release
+// Given two controller-manager replicas sharding four slim members (a fleet file's
+// manager.replicas: manager-1 leads, each holds some members), when manager-1 is killed
+// (SIGKILL, nothing released) while a release bakes its first wave, then manager-2 takes the
+// lead and all four clusters within a lease period, the release
 // finishes on every member, and each member Deployment's generation moved once for the one
 // image change: nothing applied twice, nothing lost.
 func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
-	lf, err := startFleet(ctx, filepath.Join(t.TempDir(), "sharded"), localfleet.GeneratedFleet(4, localfleet.ProfileSlim), "--shard-identity=r1")
+	fleetFile := localfleet.GeneratedFleet(4, localfleet.ProfileSlim)
+	fleetFile.Manager = &localfleet.ManagerSettings{Replicas: 2}
+	lf, err := startFleet(ctx, filepath.Join(t.TempDir(), "sharded"), fleetFile)
 	if lf != nil {
 		t.Cleanup(func() { _ = lf.Down(true) })
 	}
 	if err != nil {
 		t.Fatalf("starting a sharded fleet: %v", err)
 	}
-	r2, err := lf.StartManagerReplica(ctx, filepath.Join(t.TempDir(), "r2"), "--shard-identity=r2")
+	r1, r2 := localfleet.ReplicaIdentity(1), localfleet.ReplicaIdentity(2)
+	_, r2Metrics, r2Inventory, err := lf.ReplicaAddresses(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r2.Kill() })
 	cp, err := controlPlaneClient(lf)
 	if err != nil {
 		t.Fatal(err)
@@ -72,19 +76,19 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 		}
 		return strings.Split(l.Annotations[shard.ClustersAnnotation], ",")
 	}
-	// Rendezvous hashing gives r1 three members and r2 one (internal/shard checks the split).
+	// Rendezvous hashing splits the four members (internal/shard checks both get some).
 	want := map[string][]string{}
 	for _, m := range members {
-		o := shard.Owner(m, []string{"r1", "r2"})
+		o := shard.Owner(m, []string{r1, r2})
 		want[o] = append(want[o], m)
 	}
-	g.Eventually(func() []string { return held("r1") }, time.Minute).Should(gomega.Equal(want["r1"]))
-	g.Eventually(func() []string { return held("r2") }, time.Minute).Should(gomega.Equal(want["r2"]))
-	g.Expect(scrape(t, r2.MetricsAddress, `flotilla_shard_clusters{replica="r2"}`)).To(gomega.Equal("1"))
+	g.Eventually(func() []string { return held(r1) }, time.Minute).Should(gomega.Equal(want[r1]))
+	g.Eventually(func() []string { return held(r2) }, time.Minute).Should(gomega.Equal(want[r2]))
+	g.Expect(scrape(t, r2Metrics, `flotilla_shard_clusters{replica="`+r2+`"}`)).To(gomega.Equal(fmt.Sprint(len(want[r2]))))
 	out, err := flotilla("shards", "--kubeconfig", lf.Kubeconfig(""))
 	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
-	g.Expect(out).To(gomega.MatchRegexp(`r1\s+leader\s+127\.0\.0\.1:\d+\s+in \d+s\s+3: ` + strings.Join(want["r1"], ",")))
-	g.Expect(out).To(gomega.MatchRegexp(`r2\s+shard\s+` + regexp.QuoteMeta(r2.InventoryAddress) + `\s+in \d+s\s+1: ` + want["r2"][0]))
+	g.Expect(out).To(gomega.MatchRegexp(r1 + `\s+leader\s+127\.0\.0\.1:\d+\s+in \d+s\s+` + fmt.Sprintf("%d: %s", len(want[r1]), strings.Join(want[r1], ","))))
+	g.Expect(out).To(gomega.MatchRegexp(r2 + `\s+shard\s+` + regexp.QuoteMeta(r2Inventory) + `\s+in \d+s\s+` + fmt.Sprintf("%d: %s", len(want[r2]), strings.Join(want[r2], ","))))
 
 	ns := "sharded"
 	g.Expect(cp.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
@@ -138,12 +142,12 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 	killed := time.Now()
 	g.Expect(lf.KillManager()).To(gomega.Succeed())
 
-	g.Eventually(func() []string { return held("r2") }, time.Minute).Should(gomega.Equal(members))
-	t.Logf("r2 held all %d clusters %.1fs after r1 was killed", len(members), time.Since(killed).Seconds())
-	g.Eventually(func() string { return scrape(t, r2.MetricsAddress, `flotilla_shard_clusters{replica="r2"}`) }).Should(gomega.Equal("4"))
+	g.Eventually(func() []string { return held(r2) }, time.Minute).Should(gomega.Equal(members))
+	t.Logf("manager-2 held all %d clusters %.1fs after manager-1 was killed", len(members), time.Since(killed).Seconds())
+	g.Eventually(func() string { return scrape(t, r2Metrics, `flotilla_shard_clusters{replica="`+r2+`"}`) }).Should(gomega.Equal("4"))
 	// The leader Lease expires with the shard Lease; r2 is elected at its next try.
-	g.Eventually(func() string { return scrape(t, r2.MetricsAddress, `flotilla_shard_leader{replica="r2"}`) }, 30*time.Second).Should(gomega.Equal("1"))
-	t.Logf("r2 led %.1fs after r1 was killed", time.Since(killed).Seconds())
+	g.Eventually(func() string { return scrape(t, r2Metrics, `flotilla_shard_leader{replica="`+r2+`"}`) }, 30*time.Second).Should(gomega.Equal("1"))
+	t.Logf("manager-2 led %.1fs after manager-1 was killed", time.Since(killed).Seconds())
 	g.Eventually(func() rolloutv1alpha1.ReleasePhase {
 		rel := &rolloutv1alpha1.Release{}
 		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-deployment-r2"}, rel); err != nil {
@@ -151,7 +155,7 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 		}
 		return rel.Status.Phase
 	}, 3*time.Minute).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
-	t.Logf("release succeeded %.1fs after r1 was killed", time.Since(killed).Seconds())
+	t.Logf("release succeeded %.1fs after manager-1 was killed", time.Since(killed).Seconds())
 	for _, m := range members {
 		d := &appsv1.Deployment{}
 		g.Eventually(func(g gomega.Gomega) {
@@ -162,7 +166,7 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 		g.Expect(d.Generation).To(gomega.Equal(generations[m]+1), "the Deployment in %s moved %d generations for one change", m, d.Generation-generations[m])
 	}
 	g.Eventually(healthy).Should(gomega.Equal(workv1alpha1.HealthHealthy))
-	g.Expect(slices.Contains(held("r2"), members[0])).To(gomega.BeTrue())
+	g.Expect(slices.Contains(held(r2), members[0])).To(gomega.BeTrue())
 
 	// The leader's Works stream is on the inventory port every user reaches.
 	t.Run("TenantCannotReadOrWriteTheWorksStream", func(t *testing.T) {
@@ -174,7 +178,7 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
-		cfg.Host, cfg.CAFile, cfg.CAData = "https://"+r2.InventoryAddress, lf.CAFile(), nil
+		cfg.Host, cfg.CAFile, cfg.CAData = "https://"+r2Inventory, lf.CAFile(), nil
 		mallory, err := rest.HTTPClientFor(cfg)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		anonymous, err := rest.HTTPClientFor(&rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: lf.CAFile()}})
@@ -203,7 +207,7 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 		forbidden(g, userCP.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: kube.SystemNamespace, Name: shard.LeaseName("evil"),
 			Labels: map[string]string{shard.ReplicaLabel: "evil"}, Annotations: map[string]string{shard.AddressAnnotation: "attacker.example:443"}}}), "")
 		l := &coordinationv1.Lease{}
-		forbidden(g, userCP.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: shard.LeaseName("r2")}, l), "")
+		forbidden(g, userCP.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: shard.LeaseName(r2)}, l), "")
 	})
 }
 
