@@ -9,6 +9,12 @@
 // the controllers keep their code: resource versions and optimistic locking, generation moving
 // on spec changes, status written only through Status(), finalizers holding a deletion, and a
 // write that changes nothing being no write at all (no new version, no event).
+//
+// A sharded controller-manager keeps one more store per replica, a mirror of the leader's Works
+// of the clusters the replica holds (see mirror.go and package worksync): Follow streams a
+// store's Works, Mirror and MirrorDeleted take the leader's changes into a mirror, Forget drops
+// what a replica no longer holds, and Apply takes a replica's report (status and finalizers,
+// the fields only its executor writes) back into the leader's store.
 package workstore
 
 import (
