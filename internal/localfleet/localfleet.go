@@ -913,19 +913,24 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := f.awaitManager(ctx, replicaComponent(i), rp, health, inventory); err != nil {
+		// The inventory API (with the leader's Works stream) listens on the leader only.
+		if err := f.awaitManager(ctx, replicaComponent(i), rp, health, ""); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// awaitManager waits until a controller-manager replica is ready and serves its inventory API.
+// awaitManager waits until a controller-manager replica is ready and, given its address,
+// serves its inventory API.
 func (f *LocalFleet) awaitManager(ctx context.Context, name string, p process, health, inventory string) error {
 	done := f.out.step(name)
 	err := waitFor(ctx, 120*time.Second, p, func(ctx context.Context) error {
 		if err := httpOK(ctx, http.DefaultClient, "http://"+health+"/readyz"); err != nil {
 			return err
+		}
+		if inventory == "" {
+			return nil
 		}
 		// The inventory API (and the audit webhook it takes) listens a moment after readyz.
 		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", inventory)

@@ -25,8 +25,9 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
 
-// server is the inventory API as a runnable of the manager, served on every replica (it
-// only reads).
+// server is the inventory API as a runnable of the manager. It runs on the leader only (a
+// runnable without NeedLeaderElection): the audit events it takes feed the leader's historian,
+// and a sharded leader serves its Works beside it.
 func (o InventoryOptions) server(cfg *rest.Config, c client.Reader, informers cache.Informers, store history.Store, preview inventory.Previewer, writers *audit.Log, works *worksync.Server) (manager.Runnable, error) {
 	if _, _, err := net.SplitHostPort(o.Address); err != nil {
 		return nil, fmt.Errorf("--inventory-bind-address %q: give host:port, for example 127.0.0.1:8443", o.Address)
