@@ -130,6 +130,9 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 
 	// 7. Probing N members: the manager's CPU while nothing but probes and leases run.
 	pid := managerPID(lf)
+	if _, err := waitSteady(ctx, lf, 5*time.Minute); err != nil { // the joins' own work done
+		return err
+	}
 	rssIdle := currentRSS(pid)
 	idle := idleCPU(ctx, pid, o.Idle)
 	fmt.Fprintf(out, "7. idle with %d members joined, nothing placed: manager %.3f cores (%.2f ms CPU per member per second), RSS %d MiB\n",
