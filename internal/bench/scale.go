@@ -251,22 +251,30 @@ func scaleDeployment(ns string, i int) *appsv1.Deployment {
 	return d
 }
 
-// ssaAll applies n Deployments to every member with server-side apply, inFlightPerMember
-// requests at a time per member, all members at once.
+// ssaAll applies n Deployments to every member with server-side apply, all members at once:
+// inFlightPerMember requests at a time per member, fewer beyond 8 members so that no more
+// than 256 are in flight. 50 members x 32 in flight timed out in the members' shared etcd on
+// 2 cores; a request that times out there is sent again, as a careful client would.
 func ssaAll(ctx context.Context, c *clients, ns string, n int) error {
+	inFlight := max(4, min(inFlightPerMember, 256/len(c.members)))
 	var wg sync.WaitGroup
 	errs := make(chan error, len(c.members))
 	for _, m := range c.members {
 		wg.Go(func() {
-			errs <- forEachParallel(n, inFlightPerMember, func(i int) error {
+			errs <- forEachParallel(n, inFlight, func(i int) error {
 				obj := scaleDeployment(ns, i)
 				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 				if err != nil {
 					return err
 				}
-				_, err = c.memberDyn[m].Resource(deploymentsGVR).Namespace(ns).Apply(ctx, obj.Name, &unstructured.Unstructured{Object: u},
-					metav1.ApplyOptions{FieldManager: "bench-ceiling", Force: true})
-				return err
+				for try := 1; ; try++ {
+					_, err = c.memberDyn[m].Resource(deploymentsGVR).Namespace(ns).Apply(ctx, obj.Name, &unstructured.Unstructured{Object: u},
+						metav1.ApplyOptions{FieldManager: "bench-ceiling", Force: true})
+					if err == nil || try == 5 || !retryable(err) {
+						return err
+					}
+					time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+				}
 			})
 		})
 	}
@@ -278,6 +286,12 @@ func ssaAll(ctx context.Context, c *clients, ns string, n int) error {
 		}
 	}
 	return nil
+}
+
+// retryable says whether an apiserver's answer is a timeout or overload worth sending again.
+func retryable(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) && strings.Contains(err.Error(), "timed out")
 }
 
 // watchAggregated watches the templates of ns until each shows its generation observed and
