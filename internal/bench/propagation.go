@@ -475,8 +475,13 @@ func readsOf(where string) string { return "reads from the " + where }
 // fleetWrites reads the apiservers' request counters, summed over the members: the writes to
 // the control plane and to the members, and their reads under readsOf.
 func fleetWrites(ctx context.Context, lf *localfleet.LocalFleet) (map[string]writeCounts, error) {
+	return apiserverWrites(ctx, lf, append([]string{""}, lf.Fleet().Names()...))
+}
+
+// apiserverWrites is fleetWrites of some of the fleet's apiservers: "" is the control plane's.
+func apiserverWrites(ctx context.Context, lf *localfleet.LocalFleet, apiservers []string) (map[string]writeCounts, error) {
 	out := map[string]writeCounts{"control plane": {}, "members": {}, readsOf("control plane"): {}, readsOf("members"): {}}
-	for _, name := range append([]string{""}, lf.Fleet().Names()...) {
+	for _, name := range apiservers {
 		cfg, err := lf.RESTConfig(name)
 		if err != nil {
 			return nil, err
@@ -653,14 +658,21 @@ func peakRSS(pid int) int64 {
 	return 0
 }
 
-// StartFleet starts a fresh fleet for a bench in a temporary directory, joined and Ready.
+// StartFleet starts a fresh fleet of full members for a bench in a temporary directory,
+// joined and Ready.
 func StartFleet(ctx context.Context, binDir, flotillaBin string, crds []byte, members int, managerArgs []string) (*localfleet.LocalFleet, func(), error) {
+	return StartFleetOf(ctx, binDir, flotillaBin, crds, localfleet.GeneratedFleet(members, ""), managerArgs)
+}
+
+// StartFleetOf is StartFleet for a given fleet, for example slim members for scale work. The
+// join waits 5 minutes and 3 seconds more per member: 100 slim members take minutes to start.
+func StartFleetOf(ctx context.Context, binDir, flotillaBin string, crds []byte, fleet *localfleet.Fleet, managerArgs []string) (*localfleet.LocalFleet, func(), error) {
 	dir, err := os.MkdirTemp("", "flotilla-bench-")
 	if err != nil {
 		return nil, nil, err
 	}
 	lf, err := localfleet.Open(localfleet.Options{
-		StateDir: dir, BinDir: binDir, Fleet: localfleet.GeneratedFleet(members, ""), CRDs: crds,
+		StateDir: dir, BinDir: binDir, Fleet: fleet, CRDs: crds,
 		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: managerArgs}, Out: io.Discard,
 	})
 	if err != nil {
@@ -681,7 +693,7 @@ func StartFleet(ctx context.Context, binDir, flotillaBin string, crds []byte, me
 		cleanup()
 		return nil, nil, err
 	}
-	if err := lf.Join(ctx, c, nil, 5*time.Minute); err != nil {
+	if err := lf.Join(ctx, c, nil, 5*time.Minute+3*time.Second*time.Duration(len(fleet.Members))); err != nil {
 		cleanup()
 		return nil, nil, err
 	}

@@ -203,7 +203,7 @@ func newBenchCommand(g *globals) *cobra.Command {
 		},
 	}
 	appsCmd.Flags().IntVar(&appsOpts.Apps, "apps", 500, "Applications, one Deployment each")
-	cmd.AddCommand(up, propagate, releaseCmd, interpretCmd, failoverCmd, driftCmd, appsCmd)
+	cmd.AddCommand(up, propagate, releaseCmd, interpretCmd, failoverCmd, driftCmd, appsCmd, newBenchScaleCommand(g))
 	return cmd
 }
 
@@ -302,4 +302,65 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, profile localfl
 			time.Since(stopAt).Seconds(), probe.ProbePeriod, probe.ProbeTimeout, probe.FailureThreshold, stopped.Seconds())
 	}
 	return nil
+}
+
+func newBenchScaleCommand(g *globals) *cobra.Command {
+	o := bench.ScaleOptions{Members: 100, Templates: 1000, LatencySamples: 50, FailoverReplicas: 2, Bake: 5 * time.Second, Idle: 30 * time.Second}
+	var profile string
+	var managerArgs []string
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "scale",
+		Short: "On one fresh fleet of N slim members and M templates on every member: time to all available against a plain SSA client, aggregation lag, change latency, a 1%/10%/89% release, N clusters lost at once, manager memory, CPU and writes per member object, probing cost, and a restart at full load",
+		Example: fmt.Sprintf(`  # The issue's size: 100 slim members, 1000 Deployments on each (100 000 member objects); about 19 GiB
+  %[1]s bench scale
+  # Small, to try it out
+  %[1]s bench scale --members 5 --templates 50`, invokedName()),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("lose") {
+				o.Lose = bench.DefaultLose(o.Members)
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if grace <= 0 {
+				return fmt.Errorf("--grace-period %s: give a positive duration, for example 10s", grace)
+			}
+			p, err := localfleet.ParseProfile(profile)
+			if err != nil {
+				return fmt.Errorf("--profile %w", err)
+			}
+			// Given after the bench's own, so a --manager-arg wins over them.
+			args := append([]string{"--failover-grace-period=" + grace.String()}, managerArgs...)
+			if err := newControllerManagerCommand(g).ParseFlags(args); err != nil {
+				return fmt.Errorf("--manager-arg: %w (give flags of `flotilla controller-manager`, e.g. --manager-arg=--probe-period=5s)", err)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.streams.Out, "starting a fleet of %d %s members...\n", o.Members, p)
+			start := time.Now()
+			lf, cleanup, err := bench.StartFleetOf(cmd.Context(), g.binDir, exe, crdYAML(), localfleet.GeneratedFleet(o.Members, p), args)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			fmt.Fprintf(g.streams.Out, "fleet up and joined in %.1fs\n", time.Since(start).Seconds())
+			return bench.Scale(cmd.Context(), lf, o, g.streams.Out)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Members, "members", o.Members, "member clusters")
+	f.IntVar(&o.Templates, "templates", o.Templates, "Deployments of 1 replica, each placed on every member")
+	f.StringVar(&profile, "profile", string(localfleet.ProfileSlim), "member profile: slim (apiserver and kwok) or full")
+	f.IntVar(&o.LatencySamples, "latency-samples", o.LatencySamples, "single-template changes timed after the bulk run")
+	f.IntVar(&o.Lose, "lose", 10, "members stopped at once for failover; default 10, or half the members when fewer than 20")
+	f.IntVar(&o.FailoverReplicas, "failover-replicas", o.FailoverReplicas, "replicas per member of the Deployment divided over the members for failover")
+	f.DurationVar(&o.Bake, "bake", o.Bake, "bakeTime gate of each release wave")
+	f.DurationVar(&o.Idle, "idle", o.Idle, "how long the manager's idle CPU is measured, before and after the bulk run")
+	f.DurationVar(&grace, "grace-period", 10*time.Second, "the controller-manager's --failover-grace-period")
+	f.StringArrayVar(&managerArgs, "manager-arg", nil, "a flag for the controller-manager under test, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060; repeatable")
+	return cmd
 }

@@ -37,3 +37,22 @@ func TestBenchManagerArgTakesManagerFlags(t *testing.T) {
 		t.Fatalf("the controller-manager's own flags were refused: %v", err)
 	}
 }
+
+// The scale bench refuses options out of range before any fleet starts, naming the flag.
+func TestBenchScaleOptionsAreChecked(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--members", "5", "--lose", "5"}, "--lose 5: give at least 1 and fewer than --members (5)"},
+		{[]string{"--members", "2"}, "--members 2"},
+		{[]string{"--profile", "tiny"}, "--profile"},
+		{[]string{"--grace-period", "0s"}, "--grace-period 0s"},
+		{[]string{"--manager-arg=--no-such-flag"}, "no-such-flag"},
+	} {
+		_, err := runCLI(append([]string{"bench", "scale"}, tt.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("bench scale %v: err = %v, want it to contain %q", tt.args, err, tt.want)
+		}
+	}
+}
