@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -340,15 +342,19 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A stopped bench (Ctrl-C, SIGTERM) still takes its fleet down: 100 members left
+			// running would hold most of the machine.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			fmt.Fprintf(g.streams.Out, "starting a fleet of %d %s members...\n", o.Members, p)
 			start := time.Now()
-			lf, cleanup, err := bench.StartFleetOf(cmd.Context(), g.binDir, exe, crdYAML(), localfleet.GeneratedFleet(o.Members, p), args)
+			lf, cleanup, err := bench.StartFleetOf(ctx, g.binDir, exe, crdYAML(), localfleet.GeneratedFleet(o.Members, p), args)
 			if err != nil {
 				return err
 			}
 			defer cleanup()
 			fmt.Fprintf(g.streams.Out, "fleet up and joined in %.1fs\n", time.Since(start).Seconds())
-			return bench.Scale(cmd.Context(), lf, o, g.streams.Out)
+			return bench.Scale(ctx, lf, o, g.streams.Out)
 		},
 	}
 	f := cmd.Flags()
