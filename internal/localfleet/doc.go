@@ -5,9 +5,10 @@
 // simulates nodes and pods. `flotilla up` and every end-to-end test start fleets through it.
 //
 // A member of the slim profile (for scale work) runs only a kube-apiserver made small (no
-// watch cache, a soft heap limit, no pod/node admission) and kwok, whose Stages write the
-// status the workload controllers would (slim-stages.yaml): about a third of a full member's
-// memory, at the price of no pods and no failing rollouts. See docs/install.md for figures.
+// watch cache, a soft heap limit, no pod/node admission, only the API groups it needs) and
+// kwok, whose Stages write the status the workload controllers would (slim-stages.yaml): about
+// a third of a full member's memory, at the price of no pods, no failing rollouts and no kinds
+// of other API groups. See docs/install.md for figures.
 //
 // It owns the state directory (fleet definition, chosen ports, PKI, kubeconfigs, pid files and
 // logs) and the processes it starts; it stops only processes whose pid file it wrote and whose

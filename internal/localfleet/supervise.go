@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"time"
 )
@@ -135,6 +136,12 @@ func (s *Supervisor) Run(stop <-chan os.Signal) error {
 				_ = cmd.Process.Kill()
 				<-exited
 				return err
+			}
+			if first {
+				// What flotilla's packages allocated at init is garbage here, and an idle
+				// supervisor never allocates enough to collect it: 3.5 MiB less per
+				// supervisor, measured, two of them per slim member.
+				debug.FreeOSMemory()
 			}
 			select {
 			case sig := <-stop:
