@@ -58,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.TargetStatusApplyConfiguration{}
 
 		// Group=cluster.flotilla.dev, Version=v1alpha1
+	case clusterv1alpha1.SchemeGroupVersion.WithKind("AgentStatus"):
+		return &applyconfigurationclusterv1alpha1.AgentStatusApplyConfiguration{}
 	case clusterv1alpha1.SchemeGroupVersion.WithKind("APIEnablement"):
 		return &applyconfigurationclusterv1alpha1.APIEnablementApplyConfiguration{}
 	case clusterv1alpha1.SchemeGroupVersion.WithKind("APIResource"):

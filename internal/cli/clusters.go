@@ -20,15 +20,17 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/pull"
 	"github.com/flotilla-dev/flotilla/internal/registration"
 )
 
 func newJoinCommand(g *globals) *cobra.Command {
 	var o registration.JoinOptions
-	var memberKubeconfig, credentials string
+	var memberKubeconfig, credentials, mode string
 	var labels []string
+	var bootstrapTTL time.Duration
 	cmd := &cobra.Command{
-		Use:   "join NAME --member-kubeconfig FILE",
+		Use:   "join NAME --member-kubeconfig FILE | join NAME --mode Pull",
 		Short: "Register a member cluster: create Flotilla's identity in it, then store a token of that identity and the Cluster",
 		Long: `Register a member cluster: check that it answers, create Flotilla's identity in it, then store
 a token of that identity and the Cluster.
@@ -44,13 +46,32 @@ created in the member is removed again. unjoin removes the identity.
 --dry-run prints what would be created, in the member and the control plane, and writes nothing.
 
 --member-kubeconfig and --member-context name the member; --kubeconfig and --context name the
-control plane, as in every other command.`,
+control plane, as in every other command.
+
+--mode Pull joins a member the control plane cannot (or must not) reach, such as an edge
+cluster behind NAT: no kubeconfig is given or stored. join writes the Cluster and prints a
+bootstrap token on stdout (the instructions go to stderr) that registers the member's agent
+once, within --bootstrap-token-ttl. The agent (flotilla-agent, or flotilla agent) dials the
+controller-manager's --agent-bind-address, makes its own key, gets a client certificate that
+names this cluster only, and from then on pulls and applies the cluster's Works. Run join
+--mode Pull again for a new token (an agent that lost its state, or a token that expired).`,
 		Example: fmt.Sprintf(`  %[1]s join east-1 --member-kubeconfig ~/.kube/east-1.yaml --label region=us-east --label env=prod
   %[1]s join edge-7 --member-kubeconfig ~/.kube/config --member-context edge-7 --dry-run
-  %[1]s join west-2 --member-kubeconfig west-2-flotilla.yaml --credentials as-given`, invokedName()),
+  %[1]s join west-2 --member-kubeconfig west-2-flotilla.yaml --credentials as-given
+  %[1]s join store-42 --mode Pull --label region=eu-west --label tier=edge > store-42.token`, invokedName()),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
+			switch clusterv1alpha1.SyncMode(mode) {
+			case clusterv1alpha1.SyncModePush:
+			case clusterv1alpha1.SyncModePull:
+				if memberKubeconfig != "" || o.Context != "" {
+					return usageError(cmd, fmt.Errorf("--member-kubeconfig and --member-context are for Push members: the control plane holds no credentials to a Pull member (its agent dials in)"))
+				}
+				return joinPull(cmd, g, o, labels, bootstrapTTL)
+			default:
+				return usageError(cmd, fmt.Errorf("--mode %q: use Push (the control plane applies to the member) or Pull (an agent in the member dials in)", mode))
+			}
 			if memberKubeconfig == "" {
 				return usageError(cmd, fmt.Errorf("--member-kubeconfig is required: the member's kubeconfig file (--kubeconfig names the control plane's)"))
 			}
@@ -95,8 +116,37 @@ control plane, as in every other command.`,
 	fs.StringVar(&credentials, "credentials", string(registration.CredentialsServiceAccount), "what is stored for the member: service-account (create Flotilla's ServiceAccount in the member with the kubeconfig given, store only its token) or as-given (store the kubeconfig given, for an identity you made)")
 	fs.DurationVar(&o.TokenTTL, "token-ttl", registration.DefaultTokenTTL, "life of the ServiceAccount token asked for (at least 10m; the member's API server may change it); the controller-manager renews it")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "print what would be created in the member and the control plane; write nothing")
+	fs.StringVar(&mode, "mode", string(clusterv1alpha1.SyncModePush), "Push (the control plane reaches the member with the kubeconfig given) or Pull (an agent in the member dials in; prints its bootstrap token)")
+	fs.DurationVar(&bootstrapTTL, "bootstrap-token-ttl", pull.DefaultTokenTTL, "with --mode Pull: how long the printed token can register the agent (once)")
 	fs.StringSliceVar(&o.AllowExecPlugins, "allow-exec-plugin", nil, "exec credential plugin (command name) the kubeconfig may use; refused by default, since it runs on the controller-manager's host (the controller-manager needs the same --allow-exec-plugin)")
 	return cmd
+}
+
+// joinPull writes a Pull Cluster and prints its bootstrap token alone on stdout.
+func joinPull(cmd *cobra.Command, g *globals, o registration.JoinOptions, labels []string, ttl time.Duration) error {
+	if o.DryRun {
+		return usageError(cmd, fmt.Errorf("--dry-run is for Push members: --mode Pull writes only the Cluster and a token"))
+	}
+	l, err := parseLabels(labels)
+	if err != nil {
+		return err
+	}
+	c, err := g.controlPlaneClient()
+	if err != nil {
+		return err
+	}
+	cl, tok, expires, err := registration.JoinPull(cmd.Context(), c, registration.PullJoinOptions{Name: o.Name, Labels: l,
+		Description: o.Description, ShortName: o.ShortName, Environment: o.Environment, Overwrite: o.Overwrite, TokenTTL: ttl})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.streams.ErrOut, `cluster/%s joined in Pull mode. Its bootstrap token (on stdout) registers one agent once, until %s.
+In the member, run the agent with it:
+  flotilla-agent --cluster %s --control-plane https://CONTROL-PLANE:AGENT-PORT --ca-file CA.crt \
+    --bootstrap-token-file TOKEN-FILE --state-dir /var/lib/flotilla-agent
+`, cl.Name, expires.Format(time.RFC3339), cl.Name)
+	fmt.Fprintln(g.streams.Out, tok.String())
+	return nil
 }
 
 func parseLabels(pairs []string) (map[string]string, error) {

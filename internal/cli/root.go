@@ -108,7 +108,7 @@ to the kubeconfig context's namespace, else default.
 	root.AddCommand(
 		newUpCommand(g), newDownCommand(g), newStatusCommand(g), newFleetCommand(g), newKubeconfigCommand(g),
 		newInstallCommand(g), newUninstallCommand(g), newJoinCommand(g), newUnjoinCommand(g), newGetCommand(g), newDescribeCommand(g),
-		newControllerManagerCommand(g), newReleaseCommand(g), newTeamCommand(g), newAppCommand(g), newTargetCommand(g), newHistoryCommand(g), newDashboardCommand(g), newWhereCommand(g), newWhatIfCommand(g), newWindowsCommand(g), newShardsCommand(g), newExportCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
+		newControllerManagerCommand(g), newAgentCommand(g), newReleaseCommand(g), newTeamCommand(g), newAppCommand(g), newTargetCommand(g), newHistoryCommand(g), newDashboardCommand(g), newWhereCommand(g), newWhatIfCommand(g), newWindowsCommand(g), newShardsCommand(g), newExportCommand(g), newInterpretCommand(g), newCustomizationsCommand(g),
 	)
 	root.AddCommand(newSyncCommands(g)...)
 	root.AddCommand(newSuperviseCommand(g))

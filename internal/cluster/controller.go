@@ -63,6 +63,10 @@ type Reconciler struct {
 	// every replica.
 	Shard   Shard
 	Leading func() bool
+	// AgentSilence is how long a Pull member's agent may stay silent before the Cluster is not
+	// Ready; 0 is DefaultAgentSilence.
+	AgentSilence time.Duration
+	started      time.Time
 }
 
 // Shard is this replica's share of the clusters (package shard's Ring).
@@ -78,6 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.started = r.Clock.Now()
 	opts := ctrlOptions()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Shard != nil {
@@ -135,7 +140,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if r.Shard != nil && !r.Shard.Owns(cl.Name) {
+	pull := cl.Spec.SyncMode == clusterv1alpha1.SyncModePull
+	if pull && r.Shard != nil && !r.Leading() {
+		return ctrl.Result{}, nil // agents report to the leader, which keeps their Works
+	}
+	if !pull && r.Shard != nil && !r.Shard.Owns(cl.Name) {
 		// Another replica connects to it; the leader still drains it when it is unjoined.
 		r.Cache.Disconnect(cl.Name)
 		if !cl.DeletionTimestamp.IsZero() && r.Leading() {
@@ -161,6 +170,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := cl.DeepCopy()
 	status := cl.Status.DeepCopy()
 	status.ObservedGeneration = cl.Generation
+	if pull {
+		return r.reconcilePull(ctx, cl, before, status)
+	}
 
 	if err := r.connect(ctx, cl); err != nil {
 		r.Cache.Disconnect(cl.Name)
@@ -302,7 +314,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, before *clusterv1alpha1.Cl
 func (r *Reconciler) statusChanged(old, cur *clusterv1alpha1.ClusterStatus) bool {
 	a, b := old.DeepCopy(), cur.DeepCopy()
 	a.LastProbeTime, b.LastProbeTime = nil, nil
+	if a.Agent != nil && b.Agent != nil {
+		a.Agent.LastSeen, b.Agent.LastSeen = nil, nil
+	}
 	if !apiequality.Semantic.DeepEqual(a, b) {
+		return true
+	}
+	if cur.Agent != nil && cur.Agent.LastSeen != nil &&
+		(old.Agent == nil || old.Agent.LastSeen == nil || cur.Agent.LastSeen.Sub(old.Agent.LastSeen.Time) >= lastSeenInterval) {
 		return true
 	}
 	if cur.LastProbeTime == nil {

@@ -76,6 +76,8 @@ type Cache struct {
 
 	mu      sync.Mutex
 	members map[string]*member
+	// reported is the health Pull members' agents report; the cache holds no connection to them.
+	reported map[string]Health
 }
 
 // New returns an empty cache.
@@ -89,8 +91,40 @@ func New(opts Options) *Cache {
 	return &Cache{opts: opts, events: make(chan event.GenericEvent, 1024), members: map[string]*member{}}
 }
 
-// Events delivers one event per probe of a member, for the cluster controller to watch.
+// Events delivers one event per probe of a member (and per agent report), for the cluster
+// controller to watch.
 func (c *Cache) Events() <-chan event.GenericEvent { return c.events }
+
+// Report takes the health a Pull member's agent reports of its member.
+func (c *Cache) Report(name string, h Health) {
+	c.mu.Lock()
+	if c.reported == nil {
+		c.reported = map[string]Health{}
+	}
+	c.reported[name] = h
+	c.mu.Unlock()
+	// Never blocks the agent's request: a full channel means the controller has work queued
+	// for the cluster anyway, and it requeues Pull members before their silence limit.
+	select {
+	case c.events <- event.GenericEvent{Object: &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+	default:
+	}
+}
+
+// Reported returns the latest health the member's agent reported, and false before any.
+func (c *Cache) Reported(name string) (Health, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.reported[name]
+	return h, ok
+}
+
+// ForgetReported drops an unjoined Pull member's health.
+func (c *Cache) ForgetReported(name string) {
+	c.mu.Lock()
+	delete(c.reported, name)
+	c.mu.Unlock()
+}
 
 // Member is a connection to one member cluster.
 type Member struct {

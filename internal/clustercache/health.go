@@ -34,6 +34,9 @@ type Health struct {
 	// Nodes and Resources come from the member's informers once they synced; nil before.
 	Nodes     *clusterv1alpha1.NodeSummary
 	Resources *clusterv1alpha1.ResourceSummary
+	// Agent is the version of the agent that reported this health (Pull members only); then
+	// LastProbeTime is when the control plane received the report.
+	Agent string
 }
 
 // probeResult is the outcome of one probe.

@@ -98,6 +98,10 @@ type Executor struct {
 	// DriftCheckInterval is how often every Work is compared with its member objects without
 	// a member event, as a safety net; 0 turns it off.
 	DriftCheckInterval time.Duration
+	// Agent makes this the executor of a Pull member's flotilla-agent: it applies the Works of
+	// Pull clusters (its own; the agent's mirror holds no others), and the controller-manager's
+	// executor leaves them alone.
+	Agent bool
 	// EveryReplica runs the executor on every controller-manager replica, not only the
 	// leader: sharded, Works holds this replica's clusters' Works only (see package worksync).
 	EveryReplica bool
@@ -153,11 +157,13 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 		// A kind's customization changing re-judges health and status of its Works.
 		b = b.WatchesRawSource(source.TypedChannel(e.Interpreters.Subscribe(), handler.TypedEnqueueRequestsFromMapFunc(e.worksOfKind)))
 	}
-	return b.
-		WatchesRawSource(e.Works.Source(&handler.EnqueueRequestForObject{}, inExecutionNamespace, predicate.GenerationChangedPredicate{})).
+	b = b.WatchesRawSource(e.Works.Source(&handler.EnqueueRequestForObject{}, inExecutionNamespace, predicate.GenerationChangedPredicate{}))
+	if !e.Agent { // an agent's manager runs against its member, which has no Clusters
 		// A member that is reachable again gets its waiting Works (and pending deletions of
 		// stale placements) at once, not at their next retry.
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(e.worksOfCluster), builder.WithPredicates(becameReady)).
+		b = b.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(e.worksOfCluster), builder.WithPredicates(becameReady))
+	}
+	return b.
 		WatchesRawSource(e.changes).
 		// A pass waits on member round trips far more than it computes: enough passes in
 		// flight keep the members busy when many Works arrive at once (a bulk apply measured
@@ -235,6 +241,9 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	cluster := w.Labels[workv1alpha1.ClusterLabel]
+	if pull, ready := e.pullCluster(ctx, cluster); pull != e.Agent {
+		return ctrl.Result{}, e.releaseUnreachablePull(ctx, w, cluster, pull, ready)
+	}
 	health, connected := e.Members.Health(cluster)
 	// Unknown (not probed yet, just after a restart) is not a failure: the Works say what they
 	// said, and a member that really is down fails its calls within the timeout.
@@ -1031,6 +1040,30 @@ func (e *Executor) connecting(ctx context.Context, name string) bool {
 	}
 	ready := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
 	return ready == nil || ready.Reason != clusterv1alpha1.ReasonCredentialsInvalid
+}
+
+// pullCluster says whether cluster is a Pull member, and whether it is Ready.
+func (e *Executor) pullCluster(ctx context.Context, name string) (pull, ready bool) {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
+		return e.Agent, false // the agent's own cluster; a Push cluster being removed
+	}
+	return cl.Spec.SyncMode == clusterv1alpha1.SyncModePull, meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
+}
+
+// releaseUnreachablePull lets a Pull member's deleted Work go when the member is unjoined and
+// its agent silent: nobody can carry out the deletion there, and the Cluster would wait for
+// ever. What runs there stays, as for an unreachable Push member.
+func (e *Executor) releaseUnreachablePull(ctx context.Context, w *workv1alpha1.Work, cluster string, pull, ready bool) error {
+	if !pull || ready || w.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
+		return nil
+	}
+	if unjoining, _ := e.clusterUnjoining(ctx, cluster); !unjoining {
+		return nil
+	}
+	patch := client.MergeFrom(w.DeepCopy())
+	controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
+	return client.IgnoreNotFound(e.Client.Patch(ctx, w, patch))
 }
 
 func (e *Executor) clusterUnjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy) {

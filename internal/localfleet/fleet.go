@@ -91,6 +91,10 @@ type Member struct {
 	Environment string `json:"environment,omitempty"`
 	// Profile is full or slim; the fleet's profile when unset.
 	Profile Profile `json:"profile,omitempty"`
+	// Mode is Push (the default: the controller-manager applies to the member) or Pull: the
+	// member is joined with `flotilla join --mode Pull`, the control plane gets no kubeconfig
+	// of it, and a supervised `flotilla agent` in its place dials the manager's agent endpoint.
+	Mode string `json:"mode,omitempty"`
 	// Nodes is how many kwok nodes the member gets; 2 when unset.
 	Nodes int `json:"nodes,omitempty"`
 	// NodeCapacity is each node's capacity; 8 CPU, 32Gi, 110 pods when unset.
@@ -268,6 +272,9 @@ func (f *Fleet) Validate() error {
 				errs = append(errs, fmt.Errorf("%s.profile %w", field, err))
 			}
 		}
+		if m.Mode != "" && m.Mode != "Push" && m.Mode != "Pull" {
+			errs = append(errs, fmt.Errorf("%s.mode %q: use Push (the controller-manager applies to the member) or Pull (an agent in the member dials in)", field, m.Mode))
+		}
 		if len(m.Description) > 1024 {
 			errs = append(errs, fmt.Errorf("%s.description: %d characters, at most 1024", field, len(m.Description)))
 		}
@@ -302,6 +309,9 @@ func (f *Fleet) Validate() error {
 
 // Slim reports whether the member runs the slim profile.
 func (m Member) Slim() bool { return m.Profile == ProfileSlim }
+
+// Pull says whether the member's agent pulls its Works.
+func (m Member) Pull() bool { return m.Mode == "Pull" }
 
 func (f *Fleet) slimMembers() int {
 	n := 0

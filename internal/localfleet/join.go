@@ -18,6 +18,12 @@ import (
 func (f *LocalFleet) Join(ctx context.Context, c client.Client, out io.Writer, timeout time.Duration) error {
 	start := time.Now()
 	for _, m := range f.Fleet().Members {
+		if m.Pull() {
+			if err := f.joinPull(ctx, c, m); err != nil {
+				return fmt.Errorf("member %s: %w", m.Name, err)
+			}
+			continue
+		}
 		// Flotilla's own identity in the member, not the fleet's admin certificate: the fleet
 		// made it (ensureAgent), so it is stored as given.
 		kc, err := clientcmd.LoadFromFile(f.AgentKubeconfig(m.Name))

@@ -104,7 +104,9 @@ type ports struct {
 	ManagerMetrics int            `json:"managerMetrics"`
 	ManagerHealth  int            `json:"managerHealth"`
 	Inventory      int            `json:"inventory,omitempty"`
-	Members        map[string]int `json:"members"`
+	// Agent is the manager's agent endpoint, where Pull members' agents dial in.
+	Agent   int            `json:"agent,omitempty"`
+	Members map[string]int `json:"members"`
 	// Replicas are the addresses of controller-manager replicas 2, 3, ...
 	Replicas []replicaPorts `json:"replicas,omitempty"`
 }
@@ -263,6 +265,11 @@ func (f *LocalFleet) Components() []Component {
 		cs = append(cs, Component{Name: managerComponent, Cluster: ControlPlaneName, Tool: managerComponent})
 		for i := 2; i <= f.managerReplicas(); i++ {
 			cs = append(cs, Component{Name: replicaComponent(i), Cluster: ControlPlaneName, Tool: managerComponent})
+		}
+		for _, m := range f.state.Fleet.Members {
+			if m.Pull() {
+				cs = append(cs, Component{Name: pullAgentComponent(m.Name), Cluster: m.Name, Tool: managerComponent})
+			}
 		}
 	}
 	return cs
@@ -454,7 +461,7 @@ func (f *LocalFleet) prepare() error {
 	}{
 		{&p.EtcdClient, "etcd"}, {&p.EtcdPeer, "etcd"},
 		{&p.ControlPlane, ControlPlaneName + "-apiserver"},
-		{&p.ManagerMetrics, managerComponent}, {&p.ManagerHealth, managerComponent}, {&p.Inventory, managerComponent},
+		{&p.ManagerMetrics, managerComponent}, {&p.ManagerHealth, managerComponent}, {&p.Inventory, managerComponent}, {&p.Agent, managerComponent},
 	}
 	for _, s := range steps {
 		if err := pick(s.port, s.component); err != nil {
@@ -887,6 +894,8 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 	if !p.running() {
 		args := append(f.managerArgs(f.ManagerHealthAddress(), f.ManagerMetricsAddress(), fmt.Sprintf("127.0.0.1:%d", f.state.Ports.Inventory), f.opts.StateDir),
 			f.opts.Manager.Args...)
+		// Agents dial the first replica; it leads unless it was killed (see docs/install.md).
+		args = append(args, "--agent-bind-address="+f.agentAddress())
 		if err := p.start(append(args, shardArgs(1)...)...); err != nil {
 			return err
 		}

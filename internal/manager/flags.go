@@ -10,8 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/flotilla-dev/flotilla/internal/analysis"
+	"github.com/flotilla-dev/flotilla/internal/cluster"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
+	"github.com/flotilla-dev/flotilla/internal/pull"
 )
 
 // Flags are the controller-manager's settings as command-line flags, the same for `flotilla
@@ -76,6 +78,9 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.luaCallMemory, "lua-call-max-memory-mib", f.luaCallMemory, "estimated MiB one script call may allocate")
 	fs.StringArrayVar(&f.analysisAllowCIDRs, "analysis-allow-cidr", nil, "a CIDR every analysis template may reach, repeatable (by default a namespace's templates reach public addresses only, ClusterAnalysisTemplates also private and loopback ones; link-local and metadata addresses only through this flag)")
 	fs.StringVar(&f.analysisPodSecurity, "analysis-pod-security-level", f.analysisPodSecurity, "Pod Security level (privileged, baseline or restricted) the Job pods of a namespace's analysis templates must meet; member namespaces Flotilla creates for them are labelled to enforce it")
+	fs.StringVar(&f.o.Agents.Address, "agent-bind-address", "", "address (host:port) where the agents of Pull members dial in, served over TLS with the inventory API's certificate; off when empty (Pull members cannot connect)")
+	fs.DurationVar(&f.o.Agents.Silence, "agent-silence-limit", cluster.DefaultAgentSilence, "how long a Pull member's agent may stay silent before its Cluster is not Ready (agents report every 10s); failover's grace period counts from then")
+	fs.DurationVar(&f.o.Agents.CertificateTTL, "agent-certificate-ttl", pull.DefaultCertificateTTL, "how long an agent's client certificate is valid; agents renew at two thirds of it")
 	fs.StringVar(&f.o.Shard.Identity, "shard-identity", "", "split the member clusters between the controller-manager's replicas: this replica's name among them (unique, e.g. the pod name); off when empty (one replica works on every cluster). Needs --inventory-bind-address: the leader serves its Works to the others there")
 	fs.StringVar(&f.o.Shard.Address, "shard-address", "", "host:port at which the other replicas reach this one's inventory address (default: --inventory-bind-address)")
 	fs.StringVar(&f.o.Shard.PeerCAFile, "shard-peer-ca-file", "", "CA of the replicas' inventory serving certificates (default: --inventory-client-ca-file)")

@@ -103,6 +103,8 @@ type Options struct {
 	HistoryMaxRecords int
 	// Inventory serves the inventory API when its address is set.
 	Inventory InventoryOptions
+	// Agents is the endpoint Pull members' agents dial.
+	Agents AgentOptions
 	// Shard splits the member clusters between replicas when its Identity is set.
 	Shard ShardOptions
 	// GitWebhookRequireSignature refuses unsigned git push webhooks, also for the Applications
@@ -324,6 +326,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if ring != nil {
 		clusters.Shard, clusters.Leading = ring, leading(mgr)
 	}
+	clusters.AgentSilence = o.Agents.Silence
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
@@ -396,6 +399,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := hist.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the historian: %w", err)
+	}
+	if o.Agents.Address != "" {
+		srv, err := o.agentServer(ctx, mgr, works, members)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(srv); err != nil {
+			return err
+		}
 	}
 	if o.Inventory.Address != "" {
 		srv, err := o.Inventory.server(cfg, withWorks, mgr.GetCache(), store, sched, writers, worksServer)

@@ -418,8 +418,10 @@ func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) 
 	ref := cluster.Spec.CredentialsSecretRef
 	stored := &corev1.Secret{}
 	var identity []byte
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, stored); err == nil {
-		identity = identityOf(stored)
+	if ref.Name != "" { // a Pull member has none: the control plane holds no credentials to it
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, stored); err == nil {
+			identity = identityOf(stored)
+		}
 	}
 	if o.Objects != "" && o.Objects != cluster.Spec.DeletionPolicy {
 		patch := client.MergeFrom(cluster.DeepCopy())
@@ -463,6 +465,9 @@ func Unjoin(ctx context.Context, c client.Client, name string, o UnjoinOptions) 
 		}
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
+	if ref.Name == "" {
+		return nil
+	}
 	if err := c.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting credentials secret %s/%s of cluster %q: %w", ref.Namespace, ref.Name, name, err)
 	}

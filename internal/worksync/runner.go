@@ -22,6 +22,9 @@ type Runner struct {
 	Mirror, Leader *workstore.Store
 	Identity       string
 	Peers          PeerConfig
+	// Fixed, when set, is the only upstream (a Pull member's agent follows the control plane,
+	// not a replica); Leader and Peers are then unused.
+	Fixed Upstream
 
 	mu       sync.Mutex
 	upstream Upstream
@@ -123,7 +126,9 @@ func (r *Runner) wait(ctx context.Context, changed <-chan struct{}, d time.Durat
 
 func (r *Runner) upstreamFor(leaderID, address string) (Upstream, error) {
 	var up Upstream
-	if leaderID == r.Identity {
+	if r.Fixed != nil {
+		up = r.Fixed
+	} else if leaderID == r.Identity {
 		up = Local{Store: r.Leader}
 	} else {
 		remote, err := r.Peers.Dial(address)

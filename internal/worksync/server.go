@@ -109,11 +109,16 @@ func (s *Server) mayWriteWorkStatus(ctx context.Context, c *Caller) (bool, error
 }
 
 func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
+	ServeFollow(w, r, s.Store, r.URL.Query()["cluster"])
+}
+
+// ServeFollow streams store's Works of clusters to the caller (authorized already) as NDJSON
+// events, with a ping every pingEvery, until the caller goes.
+func ServeFollow(w http.ResponseWriter, r *http.Request, store *workstore.Store, clusters []string) {
 	if r.Method != http.MethodGet {
 		http.Error(w, "GET only", http.StatusMethodNotAllowed)
 		return
 	}
-	clusters := r.URL.Query()["cluster"]
 	rc := http.NewResponseController(w)
 	// A stream outlives the server's write timeout.
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -149,19 +154,25 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	err := s.Store.Follow(ctx, inClusters(clusters), write)
+	err := store.Follow(ctx, inClusters(clusters), write)
 	if err != nil && ctx.Err() == nil {
 		logf.FromContext(r.Context()).Info("Works stream ended", "error", err.Error())
 	}
 }
 
 func (s *Server) report(w http.ResponseWriter, r *http.Request) {
+	ServeReports(w, r, s.Store, s.MaxReportBytes, nil)
+}
+
+// ServeReports applies a batch of reports (a JSON array of workstore.Report, at most limit
+// bytes; 0 is 64 MiB) to store. allowed, when set, must accept every report of the batch, or
+// none is applied.
+func ServeReports(w http.ResponseWriter, r *http.Request, store *workstore.Store, limit int64, allowed func(workstore.Report) error) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return
 	}
 	var reports []workstore.Report
-	limit := s.MaxReportBytes
 	if limit <= 0 {
 		limit = maxReportBytes
 	}
@@ -177,7 +188,15 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.Copy(io.Discard, body)
-	if err := applyReports(s.Store, reports); err != nil {
+	if allowed != nil {
+		for _, rep := range reports {
+			if err := allowed(rep); err != nil {
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
+		}
+	}
+	if err := applyReports(store, reports); err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
 	}

@@ -272,7 +272,7 @@ func TestInvalidClustersAreRejected(t *testing.T) {
 	}{
 		{"plain http endpoint", func(c *clusterv1alpha1.Cluster) { c.Spec.Endpoint = "http://10.0.0.1:6443" }, "spec.endpoint must be an https:// URL"},
 		{"missing endpoint", func(c *clusterv1alpha1.Cluster) { c.Spec.Endpoint = "" }, "spec.endpoint"},
-		{"pull mode", func(c *clusterv1alpha1.Cluster) { c.Spec.SyncMode = clusterv1alpha1.SyncModePull }, "spec.syncMode: Pull is reserved and not implemented yet; use Push"},
+		{"pull mode with credentials", func(c *clusterv1alpha1.Cluster) { c.Spec.SyncMode = clusterv1alpha1.SyncModePull }, "spec.endpoint and spec.credentialsSecretRef must be empty with syncMode Pull"},
 		{"unknown sync mode", func(c *clusterv1alpha1.Cluster) { c.Spec.SyncMode = "Sideways" }, `spec.syncMode: Unsupported value: "Sideways"`},
 		{"bad secret name", func(c *clusterv1alpha1.Cluster) { c.Spec.CredentialsSecretRef.Name = "Bad_Name" }, "spec.credentialsSecretRef.name"},
 		{"missing secret namespace", func(c *clusterv1alpha1.Cluster) { c.Spec.CredentialsSecretRef.Namespace = "" }, "spec.credentialsSecretRef.namespace"},

@@ -12,7 +12,8 @@ type SyncMode string
 const (
 	// SyncModePush: the controller-manager applies objects to the member's API server.
 	SyncModePush SyncMode = "Push"
-	// SyncModePull: an agent in the member pulls its Works. Reserved; not implemented yet.
+	// SyncModePull: flotilla-agent, in the member, dials the control plane, pulls its Works and
+	// applies them; the control plane holds no credentials to the member.
 	SyncModePull SyncMode = "Pull"
 )
 
@@ -38,6 +39,11 @@ const (
 	ReasonProbeFailed        = "ProbeFailed"
 	ReasonCredentialsInvalid = "CredentialsInvalid"
 	ReasonProbing            = "Probing"
+	// A Pull member's Ready follows its agent: AgentConnected while it reports, AgentSilent
+	// once it has not for the silence limit, AgentNotRegistered before it registers.
+	ReasonAgentConnected     = "AgentConnected"
+	ReasonAgentSilent        = "AgentSilent"
+	ReasonAgentNotRegistered = "AgentNotRegistered"
 
 	// ConditionShortNameUnique is False while another Cluster, joined earlier, has the same
 	// spec.shortName; present only on Clusters that have a shortName.
@@ -103,26 +109,27 @@ type Taint struct {
 }
 
 // ClusterSpec is what a platform team declares about a member cluster.
-// +kubebuilder:validation:XValidation:rule="self.syncMode != 'Pull'",message="spec.syncMode: Pull is reserved and not implemented yet; use Push"
+// +kubebuilder:validation:XValidation:rule="self.syncMode == 'Pull' || (has(self.endpoint) && has(self.credentialsSecretRef))",message="spec.endpoint and spec.credentialsSecretRef are required with syncMode Push: they are how the controller-manager reaches the member (flotilla join writes them)"
+// +kubebuilder:validation:XValidation:rule="self.syncMode != 'Pull' || (!has(self.endpoint) && !has(self.credentialsSecretRef))",message="spec.endpoint and spec.credentialsSecretRef must be empty with syncMode Pull: the member's agent dials the control plane, which holds no credentials to it (flotilla join NAME --mode Pull)"
 type ClusterSpec struct {
 	// endpoint is the https URL of the member's Kubernetes API server. It overrides the server
-	// of the kubeconfig in the credentials Secret.
-	// +required
+	// of the kubeconfig in the credentials Secret. Push only.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://')",message="spec.endpoint must be an https:// URL of the member's API server, for example https://10.0.0.1:6443"
 	// +kubebuilder:validation:XValidation:rule="isURL(self)",message="spec.endpoint is not a valid URL; write it as https://HOST[:PORT]"
-	Endpoint string `json:"endpoint"`
+	Endpoint string `json:"endpoint,omitempty"`
 
 	// credentialsSecretRef names the Secret whose `kubeconfig` key holds the credentials for the
 	// member, in Flotilla's system namespace flotilla-system (where only the platform writes).
-	// `flotilla join` writes it.
-	// +required
+	// `flotilla join` writes it. Push only.
+	// +optional
 	// +kubebuilder:validation:XValidation:rule="self.namespace == 'flotilla-system'",message="spec.credentialsSecretRef.namespace: member credentials live in flotilla-system, where only the platform writes; a Secret elsewhere could be written by a namespace's users (flotilla join stores it there)"
-	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
+	CredentialsSecretRef SecretReference `json:"credentialsSecretRef,omitzero"`
 
-	// syncMode is how objects reach the member: Push (the controller-manager applies them).
-	// Pull is reserved for an agent running in the member and is rejected until it exists.
+	// syncMode is how objects reach the member: Push (the controller-manager applies them) or
+	// Pull (flotilla-agent in the member pulls and applies them; see status.agent).
 	// +required
 	SyncMode SyncMode `json:"syncMode"`
 
@@ -287,6 +294,42 @@ type ClusterStatus struct {
 	// resourceSummary is allocatable versus requested cpu, memory and pods.
 	// +optional
 	ResourceSummary *ResourceSummary `json:"resourceSummary,omitempty"`
+
+	// agent is the identity and liveness of a Pull member's flotilla-agent.
+	// +optional
+	Agent *AgentStatus `json:"agent,omitempty"`
+}
+
+// AgentStatus is what the control plane knows of a Pull member's agent.
+type AgentStatus struct {
+	// identity is the user the agent's client certificate names, flotilla:agent:CLUSTER.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Identity string `json:"identity,omitempty"`
+
+	// certificateSHA256 is the fingerprint of the one client certificate accepted for the
+	// cluster; registering again replaces it (and so revokes the previous one).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	CertificateSHA256 string `json:"certificateSHA256,omitempty"`
+
+	// registeredAt is when the agent registered with a bootstrap token.
+	// +optional
+	RegisteredAt *metav1.Time `json:"registeredAt,omitempty"`
+
+	// certificateNotAfter is when the agent's certificate expires.
+	// +optional
+	CertificateNotAfter *metav1.Time `json:"certificateNotAfter,omitempty"`
+
+	// lastSeen is when the agent last reached the control plane (refreshed about every 10 s
+	// while it is connected).
+	// +optional
+	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+
+	// version of the agent.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
 }
 
 // Cluster is a member cluster registered with the control plane. Its metadata labels
@@ -301,6 +344,7 @@ type ClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.syncMode`
+// +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.agent.lastSeen`,priority=1
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodeSummary.ready`
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.resourceSummary.usage.cpu`,priority=1
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.resourceSummary.usage.memory`,priority=1

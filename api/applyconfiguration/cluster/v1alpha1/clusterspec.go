@@ -12,14 +12,14 @@ import (
 // ClusterSpec is what a platform team declares about a member cluster.
 type ClusterSpecApplyConfiguration struct {
 	// endpoint is the https URL of the member's Kubernetes API server. It overrides the server
-	// of the kubeconfig in the credentials Secret.
+	// of the kubeconfig in the credentials Secret. Push only.
 	Endpoint *string `json:"endpoint,omitempty"`
 	// credentialsSecretRef names the Secret whose `kubeconfig` key holds the credentials for the
 	// member, in Flotilla's system namespace flotilla-system (where only the platform writes).
-	// `flotilla join` writes it.
+	// `flotilla join` writes it. Push only.
 	CredentialsSecretRef *SecretReferenceApplyConfiguration `json:"credentialsSecretRef,omitempty"`
-	// syncMode is how objects reach the member: Push (the controller-manager applies them).
-	// Pull is reserved for an agent running in the member and is rejected until it exists.
+	// syncMode is how objects reach the member: Push (the controller-manager applies them) or
+	// Pull (flotilla-agent in the member pulls and applies them; see status.agent).
 	SyncMode *clusterv1alpha1.SyncMode `json:"syncMode,omitempty"`
 	// taints keep placements that do not tolerate them off the cluster.
 	Taints []TaintApplyConfiguration `json:"taints,omitempty"`

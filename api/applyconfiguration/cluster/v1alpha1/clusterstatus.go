@@ -28,6 +28,8 @@ type ClusterStatusApplyConfiguration struct {
 	NodeSummary *NodeSummaryApplyConfiguration `json:"nodeSummary,omitempty"`
 	// resourceSummary is allocatable versus requested cpu, memory and pods.
 	ResourceSummary *ResourceSummaryApplyConfiguration `json:"resourceSummary,omitempty"`
+	// agent is the identity and liveness of a Pull member's flotilla-agent.
+	Agent *AgentStatusApplyConfiguration `json:"agent,omitempty"`
 }
 
 // ClusterStatusApplyConfiguration constructs a declarative configuration of the ClusterStatus type for use with
@@ -99,5 +101,13 @@ func (b *ClusterStatusApplyConfiguration) WithNodeSummary(value *NodeSummaryAppl
 // If called multiple times, the ResourceSummary field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithResourceSummary(value *ResourceSummaryApplyConfiguration) *ClusterStatusApplyConfiguration {
 	b.ResourceSummary = value
+	return b
+}
+
+// WithAgent sets the Agent field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Agent field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithAgent(value *AgentStatusApplyConfiguration) *ClusterStatusApplyConfiguration {
+	b.Agent = value
 	return b
 }

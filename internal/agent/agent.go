@@ -1,0 +1,238 @@
+// Package agent is flotilla-agent, which runs in a Pull member and dials out to the control
+// plane (package pull serves it): it registers once with a bootstrap token for a client
+// certificate naming its cluster, follows its cluster's Works into a local store (package
+// worksync, as a sharded manager's replica follows the leader), applies them to its own
+// member with the controller-manager's executor (server-side apply, field manager flotilla,
+// the same drift rules, Retain and interpreters), reports their status back and sends a
+// heartbeat with its member's health.
+//
+// Disconnected, it keeps going on what it last received: the Works stay applied, drift is
+// put back, health is observed locally; the status it could not send is sent, newest per
+// Work, when the control plane answers again.
+//
+// It must not reach any control-plane API but the agent endpoint, nor any cluster but its own.
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/execute"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/luavm"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
+	"github.com/flotilla-dev/flotilla/internal/worksync"
+)
+
+// Options configure an agent.
+type Options struct {
+	// Cluster is the name the member was joined under.
+	Cluster string
+	// ControlPlane is the agent endpoint, https://HOST:PORT.
+	ControlPlane string
+	// CAFile holds the CA of the endpoint's serving certificate; empty: the system roots.
+	CAFile string
+	// BootstrapToken registers the agent when its state directory holds no identity.
+	BootstrapToken string
+	// StateDir keeps the agent's key and certificate.
+	StateDir string
+	// HeartbeatInterval is how often the agent reports; 0 is 10 s.
+	HeartbeatInterval time.Duration
+	// MetricsAddress and HealthAddress serve metrics and /healthz, /readyz; "0" turns off.
+	MetricsAddress, HealthAddress string
+	Version                       string
+}
+
+// Validate names the option that is missing or wrong.
+func (o Options) Validate() error {
+	switch {
+	case o.Cluster == "":
+		return errors.New("--cluster: give the name the member was joined under (flotilla join NAME --mode Pull)")
+	case len(o.ControlPlane) < 9 || o.ControlPlane[:8] != "https://":
+		return fmt.Errorf("--control-plane %q: give the agent endpoint as https://HOST:PORT (the controller-manager's --agent-bind-address)", o.ControlPlane)
+	case o.StateDir == "":
+		return errors.New("--state-dir: give a directory that outlives restarts for the agent's key and certificate")
+	}
+	return nil
+}
+
+// Agent is one running flotilla-agent.
+type Agent struct {
+	opts Options
+	id   *identity
+	// anonymous registers (no client certificate); client carries the agent's certificate.
+	anonymous, client *http.Client
+	view              *clusterView
+}
+
+// Run registers when needed and then applies the cluster's Works until ctx ends.
+func Run(ctx context.Context, member *rest.Config, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = 10 * time.Second
+	}
+	log := logf.FromContext(ctx).WithName("agent").WithValues("cluster", o.Cluster)
+	a := &Agent{opts: o, id: &identity{dir: o.StateDir}, view: &clusterView{name: o.Cluster}}
+	roots, err := serverRoots(o.CAFile)
+	if err != nil {
+		return err
+	}
+	base := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	a.anonymous = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: base.Clone(), Proxy: http.ProxyFromEnvironment}}
+	withCert := base.Clone()
+	withCert.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if c := a.id.certificate(); c != nil {
+			return c, nil
+		}
+		return &tls.Certificate{}, nil
+	}
+	// No overall timeout: the Works stream lasts (worksync watches its idleness instead).
+	a.client = &http.Client{Transport: &http.Transport{TLSClientConfig: withCert, Proxy: http.ProxyFromEnvironment,
+		ResponseHeaderTimeout: 30 * time.Second}}
+
+	ok, err := a.id.load(time.Now())
+	if err != nil {
+		return err
+	}
+	for !ok {
+		err := a.register(ctx)
+		if err == nil {
+			log.Info("Registered with the control plane", "certificateNotAfter", a.id.leaf().NotAfter)
+			break
+		}
+		var r *refusal
+		if errors.As(err, &r) || ctx.Err() != nil {
+			return err // a refused token stays refused
+		}
+		log.Info("The control plane is not reachable yet; registering again in 10s", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+	}
+
+	mgr, err := ctrl.NewManager(member, ctrl.Options{
+		Scheme:                 kube.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: orOff(o.MetricsAddress)},
+		HealthProbeBindAddress: orOff(o.HealthAddress),
+		Logger:                 log,
+	})
+	if err != nil {
+		return fmt.Errorf("the member's API server: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	members := clustercache.New(clustercache.DefaultOptions())
+	if err := members.Connect(ctx, o.Cluster, member, "local"); err != nil {
+		return err
+	}
+	go drainProbeEvents(ctx, members)
+	mirror := workstore.New()
+	a.view.Client = mgr.GetClient()
+	luavm.SetProcessLimits(luavm.ProcessLimits{})
+	if err := (&execute.Executor{Client: mirror.Client(a.view), Works: mirror, Members: members,
+		Interpreters: interpret.NewRegistry(luavm.Limits{}), Agent: true, EveryReplica: true,
+		DriftCheckInterval: execute.DefaultDriftCheckInterval}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the executor: %w", err)
+	}
+	upstream := &worksync.Remote{Base: o.ControlPlane, Client: a.client}
+	if err := mgr.Add(&worksync.Runner{Ring: ownCluster(o.Cluster), Mirror: mirror, Fixed: upstream}); err != nil {
+		return err
+	}
+	if err := mgr.Add(kube.Runnable(func(ctx context.Context) error { a.heartbeats(ctx, members); return nil }, false)); err != nil {
+		return err
+	}
+	log.Info("Applying the cluster's Works", "controlPlane", o.ControlPlane)
+	return mgr.Start(ctx)
+}
+
+func orOff(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
+}
+
+func serverRoots(caFile string) (*x509.CertPool, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", caFile)
+	}
+	return pool, nil
+}
+
+// drainProbeEvents discards the cache's probe events: the agent has no cluster controller,
+// its heartbeat reads the health itself.
+func drainProbeEvents(ctx context.Context, members *clustercache.Cache) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-members.Events():
+		}
+	}
+}
+
+// ownCluster is the agent's share of the fleet: its cluster, always; its one upstream is the
+// control plane.
+type ownCluster string
+
+func (c ownCluster) Held() []string { return []string{string(c)} }
+func (c ownCluster) Leader() (string, string, bool) {
+	return "control-plane", "", true
+}
+func (c ownCluster) Watch() <-chan struct{} { return nil }
+
+// clusterView serves the executor the agent's own Cluster as the control plane last described
+// it (a Pull cluster, being deleted or not), and passes everything else to the member.
+type clusterView struct {
+	client.Client
+	name     string
+	deleting atomicPolicy
+}
+
+func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	cl, ok := obj.(*clusterv1alpha1.Cluster)
+	if !ok {
+		return v.Client.Get(ctx, key, obj, opts...)
+	}
+	if key.Name != v.name {
+		return fmt.Errorf("the agent of cluster %s knows no cluster %s", v.name, key.Name)
+	}
+	*cl = clusterv1alpha1.Cluster{}
+	cl.Name = v.name
+	cl.Spec.SyncMode = clusterv1alpha1.SyncModePull
+	if policy, deleting := v.deleting.load(); deleting {
+		cl.Spec.DeletionPolicy = policy
+		now := metaNow()
+		cl.DeletionTimestamp = &now
+	}
+	return nil
+}

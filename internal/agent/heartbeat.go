@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/pull"
+)
+
+// heartbeats reports the member's health every interval, takes the control plane's answer
+// (an unjoined cluster's deletion policy) and renews the certificate at two thirds of its
+// life. A control plane that does not answer is logged once per outage, not per beat.
+func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
+	log := logf.FromContext(ctx).WithName("agent")
+	t := time.NewTicker(a.opts.HeartbeatInterval)
+	defer t.Stop()
+	connected := true
+	var sentAPIs []clusterv1alpha1.APIEnablement
+	for {
+		h, _ := members.Health(a.opts.Cluster)
+		hb := pull.Heartbeat{AgentVersion: a.opts.Version, Ready: h.Readiness == clustercache.ReadinessReady, Error: h.LastError,
+			KubernetesVersion: h.Version, Nodes: h.Nodes, Resources: h.Resources}
+		// Discovery is large and rarely changes: sent on the first beat of a connection and
+		// when it changed.
+		if !connected || !sameAPIs(sentAPIs, h.APIEnablements) {
+			hb.APIEnablements = h.APIEnablements
+		}
+		callCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		var resp pull.HeartbeatResponse
+		err := a.post(callCtx, a.client, pull.HeartbeatPath, hb, &resp)
+		cancel()
+		switch {
+		case err == nil:
+			if !connected {
+				log.Info("The control plane answers again")
+			}
+			connected = true
+			if hb.APIEnablements != nil {
+				sentAPIs = hb.APIEnablements
+			}
+			a.view.deleting.store(resp.DeletionPolicy, resp.Deleting)
+		case ctx.Err() != nil:
+			return
+		case revoked(err):
+			log.Error(err, "The control plane refuses this agent; it keeps the last Works applied")
+			connected = false
+		default:
+			if connected {
+				log.Info("The control plane does not answer; the agent keeps the last Works applied", "error", err.Error())
+			}
+			connected = false
+		}
+		if leaf := a.id.leaf(); connected && leaf != nil && time.Until(leaf.NotAfter) < leaf.NotAfter.Sub(leaf.NotBefore)/3 {
+			if err := a.renew(ctx); err != nil {
+				log.Error(err, "Renewing the agent's certificate", "notAfter", leaf.NotAfter)
+			} else {
+				log.Info("Renewed the agent's certificate", "notAfter", a.id.leaf().NotAfter)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func sameAPIs(a, b []clusterv1alpha1.APIEnablement) bool {
+	if len(a) != len(b) || a == nil || b == nil {
+		return len(a) == len(b) && (a == nil) == (b == nil)
+	}
+	for i := range a {
+		if a[i].GroupVersion != b[i].GroupVersion || len(a[i].Resources) != len(b[i].Resources) {
+			return false
+		}
+		for j := range a[i].Resources {
+			if a[i].Resources[j] != b[i].Resources[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// atomicPolicy is the control plane's last word on the cluster's deletion.
+type atomicPolicy struct {
+	mu       sync.Mutex
+	policy   clusterv1alpha1.ClusterDeletionPolicy
+	deleting bool
+}
+
+func (p *atomicPolicy) store(policy clusterv1alpha1.ClusterDeletionPolicy, deleting bool) {
+	p.mu.Lock()
+	p.policy, p.deleting = policy, deleting
+	p.mu.Unlock()
+}
+
+func (p *atomicPolicy) load() (clusterv1alpha1.ClusterDeletionPolicy, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.policy, p.deleting
+}
+
+func metaNow() metav1.Time { return metav1.Now() }

@@ -1,0 +1,309 @@
+// Package pull is the control plane's side of Pull members, whose flotilla-agent dials out to
+// the control plane instead of being reached by it: the bootstrap tokens `flotilla join NAME
+// --mode Pull` prints, the CA that signs agents' client certificates, and the HTTPS endpoint
+// agents call (Server). An agent registers once with a token, which names its cluster and
+// works once; from then on its client certificate is its only credential, and it reaches
+// exactly its own cluster: its Works (followed as the replicas of a sharded manager follow
+// the leader, package worksync), reports of their status, and heartbeats carrying its
+// member's health (handed to the clustercache, from which the cluster controller writes the
+// Cluster's status).
+//
+// It must not apply anything to members, render Works or decide placement; the only
+// control-plane writes it makes are the token Secret it uses up and the Cluster's
+// status.agent identity at registration.
+package pull
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
+	"github.com/flotilla-dev/flotilla/internal/worksync"
+)
+
+// The agent endpoint reads Clusters and token Secrets, writes the Clusters' status.agent, uses
+// tokens up and keeps the agents' CA.
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;create;delete
+
+// Paths of the agent endpoint besides worksync's FollowPath and ReportPath.
+const (
+	RegisterPath  = "/agents/v1alpha1/register"
+	RenewPath     = "/agents/v1alpha1/renew"
+	HeartbeatPath = "/agents/v1alpha1/heartbeat"
+	// maxRequestBytes bounds a registration or heartbeat body (discovery of a member with many
+	// CRDs fits well within it).
+	maxRequestBytes = 4 << 20
+)
+
+// RegisterRequest is what an agent sends with its bootstrap token.
+type RegisterRequest struct {
+	Cluster string `json:"cluster"`
+	Token   string `json:"token"`
+	// CSR is a PEM certificate request signed by the agent's own key, which never leaves it.
+	CSR string `json:"csr"`
+}
+
+// RegisterResponse carries the agent's client certificate.
+type RegisterResponse struct {
+	Certificate string    `json:"certificate"`
+	NotAfter    time.Time `json:"notAfter"`
+}
+
+// RenewRequest asks for a certificate to a new key, over the current certificate.
+type RenewRequest struct {
+	CSR string `json:"csr"`
+}
+
+// Heartbeat is an agent's periodic report of itself and its member.
+type Heartbeat struct {
+	AgentVersion string `json:"agentVersion,omitempty"`
+	// Ready says whether the member's API server answers the agent; Error says why not.
+	Ready             bool                             `json:"ready"`
+	Error             string                           `json:"error,omitempty"`
+	KubernetesVersion string                           `json:"kubernetesVersion,omitempty"`
+	APIEnablements    []clusterv1alpha1.APIEnablement  `json:"apiEnablements,omitempty"`
+	Nodes             *clusterv1alpha1.NodeSummary     `json:"nodes,omitempty"`
+	Resources         *clusterv1alpha1.ResourceSummary `json:"resources,omitempty"`
+}
+
+// HeartbeatResponse tells the agent what the control plane says of its cluster.
+type HeartbeatResponse struct {
+	// Deleting is set once the cluster is unjoined: the agent carries out DeletionPolicy on
+	// the Works as the control plane deletes them.
+	Deleting       bool                                  `json:"deleting,omitempty"`
+	DeletionPolicy clusterv1alpha1.ClusterDeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// Server is the endpoint agents dial. It runs on the leader, which keeps the Works.
+type Server struct {
+	// Client reads Clusters (cached) and writes their status.agent; Reader reads token Secrets.
+	Client client.Client
+	Reader client.Reader
+	Works  *workstore.Store
+	CA     *CA
+	// Members takes the health agents report.
+	Members        *clustercache.Cache
+	CertificateTTL time.Duration
+	Now            func() time.Time
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Handler serves the agent endpoint.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(RegisterPath, s.register)
+	mux.Handle(RenewPath, s.agentOnly(s.renew))
+	mux.Handle(HeartbeatPath, s.agentOnly(s.heartbeat))
+	mux.Handle(worksync.FollowPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
+		asked := r.URL.Query()["cluster"]
+		if slices.ContainsFunc(asked, func(n string) bool { return n != cl.Name }) {
+			http.Error(w, fmt.Sprintf("the agent of cluster %s may follow only the Works of %s", cl.Name, cl.Name), http.StatusForbidden)
+			return
+		}
+		worksync.ServeFollow(w, r, s.Works, []string{cl.Name})
+	}))
+	mux.Handle(worksync.ReportPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
+		own := kube.ExecutionNamespacePrefix + cl.Name
+		worksync.ServeReports(w, r, s.Works, 0, func(rep workstore.Report) error {
+			if rep.Namespace != own {
+				return fmt.Errorf("the agent of cluster %s may report only on Works of %s (namespace %s)", cl.Name, cl.Name, own)
+			}
+			return nil
+		})
+	}))
+	return mux
+}
+
+func decode(w http.ResponseWriter, r *http.Request, into any) bool {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return false
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes)).Decode(into); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			http.Error(w, fmt.Sprintf("the body is over %d bytes", maxRequestBytes), http.StatusRequestEntityTooLarge)
+			return false
+		}
+		// The decoder's error is not echoed: it may quote the body, a token with it.
+		http.Error(w, "the body is not the JSON this endpoint takes", http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// register redeems a bootstrap token for a client certificate. Every refusal says why in
+// words that reveal nothing to a caller without a valid token but that the token is not valid.
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	log := logf.FromContext(r.Context()).WithName("pull")
+	var req RegisterRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	tok, err := ParseToken(req.Token)
+	if err != nil {
+		http.Error(w, "token: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if req.Cluster == "" {
+		http.Error(w, "cluster: give the name the cluster was joined under (flotilla join NAME --mode Pull)", http.StatusBadRequest)
+		return
+	}
+	now := s.now()
+	secret, err := checkToken(r.Context(), s.Reader, tok, req.Cluster, now)
+	if err != nil {
+		refuse(w, err, log)
+		return
+	}
+	cl := &clusterv1alpha1.Cluster{}
+	if err := s.Reader.Get(r.Context(), client.ObjectKey{Name: req.Cluster}, cl); err != nil || !cl.DeletionTimestamp.IsZero() {
+		http.Error(w, fmt.Sprintf("cluster %s is not joined (or is being unjoined): run flotilla join %s --mode Pull", req.Cluster, req.Cluster), http.StatusForbidden)
+		return
+	}
+	if cl.Spec.SyncMode != clusterv1alpha1.SyncModePull {
+		http.Error(w, fmt.Sprintf("cluster %s is joined in %s mode: the control plane reaches it; an agent registers only for a Pull cluster", cl.Name, cl.Spec.SyncMode), http.StatusForbidden)
+		return
+	}
+	certPEM, cert, err := s.CA.Sign([]byte(req.CSR), cl.Name, s.CertificateTTL, now)
+	if err != nil {
+		http.Error(w, "csr: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := useToken(r.Context(), s.Client, secret); err != nil {
+		refuse(w, err, log)
+		return
+	}
+	if err := s.recordIdentity(r.Context(), cl, cert, now, true); err != nil {
+		log.Error(err, "Recording an agent's identity", "cluster", cl.Name)
+		http.Error(w, "recording the agent's identity on the Cluster failed; register again with a new token", http.StatusServiceUnavailable)
+		return
+	}
+	log.Info("Agent registered", "cluster", cl.Name, "certificate", Fingerprint(cert), "notAfter", cert.NotAfter)
+	reply(w, RegisterResponse{Certificate: string(certPEM), NotAfter: cert.NotAfter})
+}
+
+func refuse(w http.ResponseWriter, err error, log interface {
+	Error(error, string, ...any)
+}) {
+	var refused errToken
+	if errors.As(err, &refused) {
+		http.Error(w, "token: "+refused.msg, http.StatusForbidden)
+		return
+	}
+	log.Error(err, "Checking a bootstrap token")
+	http.Error(w, "checking the token with the control plane failed; try again", http.StatusServiceUnavailable)
+}
+
+// recordIdentity makes cert the one certificate accepted for the cluster.
+func (s *Server) recordIdentity(ctx context.Context, cl *clusterv1alpha1.Cluster, cert *x509.Certificate, now time.Time, registered bool) error {
+	before := cl.DeepCopy()
+	if cl.Status.Agent == nil {
+		cl.Status.Agent = &clusterv1alpha1.AgentStatus{}
+	}
+	a := cl.Status.Agent
+	a.Identity = cert.Subject.CommonName
+	a.CertificateSHA256 = Fingerprint(cert)
+	notAfter := metav1.NewTime(cert.NotAfter)
+	a.CertificateNotAfter = &notAfter
+	if registered {
+		at := metav1.NewTime(now.Truncate(time.Second))
+		a.RegisteredAt = &at
+	}
+	return s.Client.Status().Patch(ctx, cl, client.MergeFrom(before))
+}
+
+// agentOnly serves only the agent of a joined Pull cluster, by its current certificate.
+func (s *Server) agentOnly(next func(http.ResponseWriter, *http.Request, *clusterv1alpha1.Cluster)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "no client certificate: an agent presents the certificate it registered for", http.StatusUnauthorized)
+			return
+		}
+		cert := r.TLS.PeerCertificates[0]
+		name, err := s.CA.ClusterOf(cert, s.now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		cl := &clusterv1alpha1.Cluster{}
+		if err := s.Client.Get(r.Context(), client.ObjectKey{Name: name}, cl); err != nil {
+			if apierrors.IsNotFound(err) {
+				http.Error(w, fmt.Sprintf("cluster %s is not joined: it was unjoined; join it again with flotilla join %s --mode Pull", name, name), http.StatusForbidden)
+				return
+			}
+			http.Error(w, "reading the cluster failed; try again", http.StatusServiceUnavailable)
+			return
+		}
+		if cl.Spec.SyncMode != clusterv1alpha1.SyncModePull {
+			http.Error(w, fmt.Sprintf("cluster %s is joined in %s mode now: its agent is not used", name, cl.Spec.SyncMode), http.StatusForbidden)
+			return
+		}
+		if cl.Status.Agent == nil || cl.Status.Agent.CertificateSHA256 != Fingerprint(cert) {
+			http.Error(w, fmt.Sprintf("this certificate of cluster %s's agent was replaced by a later registration or renewal; register again with a new token", name), http.StatusForbidden)
+			return
+		}
+		next(w, r, cl)
+	})
+}
+
+// renew issues a certificate to a new key and revokes the one presented.
+func (s *Server) renew(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
+	var req RenewRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	certPEM, cert, err := s.CA.Sign([]byte(req.CSR), cl.Name, s.CertificateTTL, s.now())
+	if err != nil {
+		http.Error(w, "csr: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := s.recordIdentity(r.Context(), cl, cert, s.now(), false); err != nil {
+		http.Error(w, "recording the renewed certificate failed; try again", http.StatusServiceUnavailable)
+		return
+	}
+	reply(w, RegisterResponse{Certificate: string(certPEM), NotAfter: cert.NotAfter})
+}
+
+// heartbeat takes the agent's view of its member into the clustercache (the cluster
+// controller writes it to the Cluster) and answers with what the agent must know.
+func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
+	var hb Heartbeat
+	if !decode(w, r, &hb) {
+		return
+	}
+	h := clustercache.Health{Readiness: clustercache.ReadinessNotReady, LastProbeTime: s.now(), LastError: hb.Error,
+		Version: hb.KubernetesVersion, APIEnablements: hb.APIEnablements, Nodes: hb.Nodes, Resources: hb.Resources,
+		Agent: hb.AgentVersion}
+	if hb.Ready {
+		h.Readiness, h.LastError = clustercache.ReadinessReady, ""
+	}
+	s.Members.Report(cl.Name, h)
+	reply(w, HeartbeatResponse{Deleting: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy})
+}
