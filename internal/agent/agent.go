@@ -112,6 +112,9 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	if !ok && o.BootstrapToken == "" {
+		return fmt.Errorf("--state-dir %s holds no identity and no bootstrap token was given: give --bootstrap-token-file with the token `flotilla join %s --mode Pull` printed", o.StateDir, o.Cluster)
+	}
 	for !ok {
 		err := a.register(ctx)
 		if err == nil {

@@ -114,9 +114,6 @@ func (id *identity) save(k *ecdsa.PrivateKey, certPEM []byte) error {
 
 // register redeems the bootstrap token for a certificate.
 func (a *Agent) register(ctx context.Context) error {
-	if a.opts.BootstrapToken == "" {
-		return fmt.Errorf("no identity in %s and no bootstrap token: give --bootstrap-token-file with the token `flotilla join %s --mode Pull` printed", a.id.dir, a.opts.Cluster)
-	}
 	k, csr, err := newKey()
 	if err != nil {
 		return err

@@ -91,10 +91,11 @@ to the kubeconfig context's namespace, else default.
   # Join an existing cluster
   NAME join east-1 --member-kubeconfig ~/.kube/east-1.yaml --label region=us-east`, "NAME", name),
 	}
-	// Commands other than controller-manager log nothing through controller-runtime; it sets its
-	// own. controller-runtime takes only the first logger set, so exactly one is set per process.
+	// Commands other than controller-manager and agent log nothing through controller-runtime;
+	// those set their own. controller-runtime takes only the first logger set, so exactly one is
+	// set per process.
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
-		if cmd.Name() != "controller-manager" {
+		if cmd.Name() != "controller-manager" && cmd.Name() != "agent" {
 			ctrl.SetLogger(logr.Discard())
 		}
 	}
