@@ -1,0 +1,360 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/workstore"
+	"github.com/flotilla-dev/flotilla/internal/worksync"
+)
+
+// Given a fleet with one Push and two Pull members (the control plane gets no kubeconfig of
+// the Pull ones; their agents dial the manager), a release in waves runs over all three; an
+// agent's certificate reaches only its own cluster's Works; and a Pull member cut off from
+// the control plane for 60 s keeps its workload, puts back hand-made drift by itself, and
+// takes the template change made meanwhile once it is back.
+func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	fleetFile := localfleet.GeneratedFleet(3, localfleet.ProfileSlim)
+	fleetFile.Members[1].Mode, fleetFile.Members[2].Mode = "Pull", "Pull"
+	hub, edge, edge2 := fleetFile.Members[0].Name, fleetFile.Members[1].Name, fleetFile.Members[2].Name
+	// A partition longer than the silence limit must not move the edge's workload away here.
+	lf, err := startFleet(ctx, filepath.Join(t.TempDir(), "pull"), fleetFile, "--failover-grace-period=10m", "--agent-silence-limit=20s")
+	if lf != nil {
+		t.Cleanup(func() { _ = lf.Down(true) })
+	}
+	if err != nil {
+		t.Fatalf("starting a fleet with Pull members: %v", err)
+	}
+	cp, err := controlPlaneClient(lf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := map[string]client.Client{}
+	for _, m := range []string{hub, edge, edge2} {
+		cfg, err := lf.RESTConfig(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if members[m], err = client.New(cfg, client.Options{Scheme: kube.Scheme}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The control plane holds nothing that reaches a Pull member.
+	cl := &clusterv1alpha1.Cluster{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Name: edge}, cl)).To(gomega.Succeed())
+	g.Expect(cl.Spec.SyncMode).To(gomega.Equal(clusterv1alpha1.SyncModePull))
+	g.Expect(cl.Spec.Endpoint).To(gomega.BeEmpty())
+	g.Expect(cl.Spec.CredentialsSecretRef.Name).To(gomega.BeEmpty())
+	g.Expect(cl.Status.Agent).NotTo(gomega.BeNil())
+	g.Expect(cl.Status.Agent.Identity).To(gomega.Equal("flotilla:agent:" + edge))
+	g.Expect(meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ConditionReady).Reason).To(gomega.Equal(clusterv1alpha1.ReasonAgentConnected))
+	secrets := &corev1.SecretList{}
+	g.Expect(cp.List(ctx, secrets, client.InNamespace(kube.SystemNamespace))).To(gomega.Succeed())
+	for _, s := range secrets.Items {
+		g.Expect(s.Name).NotTo(gomega.ContainSubstring(edge), "the control plane stores a Secret for the Pull member %s", edge)
+	}
+
+	// A release in waves over Push and Pull members.
+	ns := "pulled"
+	g.Expect(cp.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
+	bake := intstr.FromString("5s")
+	g.Expect(cp.Create(ctx, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			Rollout: &policyv1alpha1.RolloutStrategy{Waves: []policyv1alpha1.Wave{
+				{Name: "edge-first", ClusterNames: []string{edge}, Gates: policyv1alpha1.Gates{BakeTime: &bake}},
+				{Name: "rest", ClusterNames: []string{hub, edge2}},
+			}},
+		},
+	})).To(gomega.Succeed())
+	web := webDeployment(ns, 2)
+	g.Expect(cp.Create(ctx, web)).To(gomega.Succeed())
+	binding := func() *workv1alpha1.ResourceBinding {
+		b := &workv1alpha1.ResourceBinding{}
+		_ = cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-deployment"}, b)
+		return b
+	}
+	g.Eventually(func() workv1alpha1.Health { return binding().Status.Health }, 2*time.Minute).Should(gomega.Equal(workv1alpha1.HealthHealthy))
+	image := func(m string) string {
+		d := &appsv1.Deployment{}
+		if err := members[m].Get(ctx, client.ObjectKeyFromObject(web), d); err != nil {
+			return ""
+		}
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+	setImage := func(img string) {
+		g.Eventually(func() error {
+			cur := &appsv1.Deployment{}
+			if err := cp.Get(ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+				return err
+			}
+			cur.Spec.Template.Spec.Containers[0].Image = img
+			return cp.Update(ctx, cur)
+		}).Should(gomega.Succeed())
+	}
+	releasePhase := func(name string) rolloutv1alpha1.ReleasePhase {
+		rel := &rolloutv1alpha1.Release{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rel); err != nil {
+			return ""
+		}
+		return rel.Status.Phase
+	}
+	setImage("registry.example/web:2")
+	g.Eventually(func() string { return image(edge) }, time.Minute).Should(gomega.Equal("registry.example/web:2"))
+	g.Expect(image(hub)).To(gomega.Equal("registry.example/web:1"), "the second wave started before the Pull member's wave baked")
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase("web-deployment-r2") }, 2*time.Minute).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+	for _, m := range []string{hub, edge, edge2} {
+		g.Expect(image(m)).To(gomega.Equal("registry.example/web:2"), "member %s", m)
+	}
+
+	t.Run("an agent's certificate reaches only its own cluster", func(t *testing.T) {
+		g := newG(t)
+		agent := agentClient(t, lf, edge)
+		status, works := followWorks(t, agent, lf.AgentEndpoint()+worksync.FollowPath+"?cluster="+edge)
+		g.Expect(status).To(gomega.Equal(http.StatusOK))
+		g.Expect(works).NotTo(gomega.BeEmpty())
+		for _, w := range works {
+			g.Expect(w).To(gomega.HavePrefix(kube.ExecutionNamespacePrefix+edge+"/"), "the agent of %s received another cluster's Work", edge)
+		}
+		status, _ = followWorks(t, agent, lf.AgentEndpoint()+worksync.FollowPath+"?cluster="+edge2)
+		g.Expect(status).To(gomega.Equal(http.StatusForbidden), "the agent of %s followed %s's Works", edge, edge2)
+		body := strings.NewReader(`[{"namespace":"` + kube.ExecutionNamespacePrefix + edge2 + `","name":"pulled.web-deployment","status":{}}]`)
+		resp, err := agent.Post(lf.AgentEndpoint()+worksync.ReportPath, "application/json", body)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusForbidden), "the agent of %s reported on %s's Work", edge, edge2)
+	})
+
+	// The partition: the edge's agent dials through a relay the test cuts.
+	g.Expect(lf.StopComponent(edge + "-flotilla-agent")).To(gomega.Succeed())
+	relay := startRelay(t, strings.TrimPrefix(lf.AgentEndpoint(), "https://"))
+	startAgent(t, lf, edge, "https://"+relay.addr())
+	ready := func() (string, metav1.ConditionStatus) {
+		c := &clusterv1alpha1.Cluster{}
+		if err := cp.Get(ctx, client.ObjectKey{Name: edge}, c); err != nil {
+			return "", ""
+		}
+		r := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ConditionReady)
+		if r == nil {
+			return "", ""
+		}
+		return r.Reason, r.Status
+	}
+	g.Eventually(func() int { return relay.served() }, 30*time.Second).Should(gomega.BeNumerically(">", 0), "the agent does not dial through the relay")
+	relay.cut()
+	cutAt := time.Now()
+	t.Logf("partition of %s starts", edge)
+
+	// Hand-made drift is put back by the agent alone.
+	g.Eventually(func() error {
+		d := &appsv1.Deployment{}
+		if err := members[edge].Get(ctx, client.ObjectKeyFromObject(web), d); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "registry.example/by-hand:1"
+		return members[edge].Update(ctx, d)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() string { return image(edge) }, 30*time.Second).Should(gomega.Equal("registry.example/web:2"))
+	t.Logf("drift put back %.1fs into the partition", time.Since(cutAt).Seconds())
+
+	// A template change made meanwhile waits for the edge.
+	setImage("registry.example/web:3")
+	g.Eventually(func() metav1.ConditionStatus { _, s := ready(); return s }, time.Minute).Should(gomega.Equal(metav1.ConditionFalse))
+	reason, _ := ready()
+	g.Expect(reason).To(gomega.Equal(clusterv1alpha1.ReasonAgentSilent))
+	t.Logf("%s not Ready (AgentSilent) %.1fs into the partition", edge, time.Since(cutAt).Seconds())
+	time.Sleep(time.Until(cutAt.Add(60 * time.Second)))
+	g.Expect(image(edge)).To(gomega.Equal("registry.example/web:2"), "the edge changed during the partition")
+	d := &appsv1.Deployment{}
+	g.Expect(members[edge].Get(ctx, client.ObjectKeyFromObject(web), d)).To(gomega.Succeed())
+	g.Expect(d.Status.AvailableReplicas).To(gomega.BeNumerically(">", 0), "the edge's workload stopped running during the partition")
+
+	relay.restore()
+	back := time.Now()
+	g.Eventually(func() string { return image(edge) }, 2*time.Minute).Should(gomega.Equal("registry.example/web:3"))
+	t.Logf("%s runs the change %.1fs after the partition ended", edge, time.Since(back).Seconds())
+	g.Eventually(func() metav1.ConditionStatus { _, s := ready(); return s }, time.Minute).Should(gomega.Equal(metav1.ConditionTrue))
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase("web-deployment-r3") }, 2*time.Minute).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+	for _, m := range []string{hub, edge, edge2} {
+		g.Expect(image(m)).To(gomega.Equal("registry.example/web:3"), "member %s", m)
+	}
+}
+
+// agentClient is an HTTPS client with the client certificate the member's agent registered for.
+func agentClient(t *testing.T, lf *localfleet.LocalFleet, member string) *http.Client {
+	t.Helper()
+	dir := lf.PullAgentStateDir(member)
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(lf.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}}}
+}
+
+// followWorks reads a Works stream until Synced: the status and the Works named.
+func followWorks(t *testing.T, hc *http.Client, url string) (int, []string) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	var names []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e workstore.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == workstore.Synced {
+			return resp.StatusCode, names
+		}
+		if e.Work != nil {
+			names = append(names, e.Work.Namespace+"/"+e.Work.Name)
+		}
+	}
+	t.Fatalf("the Works stream ended before Synced: %v", sc.Err())
+	return 0, nil
+}
+
+// startAgent runs a Pull member's agent outside the fleet's supervision, dialing controlPlane.
+func startAgent(t *testing.T, lf *localfleet.LocalFleet, member, controlPlane string) {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(t.TempDir(), member+"-agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(flotillaBin, lf.PullAgentArgs(member, controlPlane)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			out, _ := os.ReadFile(logFile.Name())
+			t.Logf("agent log:\n%s", out)
+		}
+	})
+}
+
+// relay forwards TCP connections to target until cut: then it drops every open connection
+// and refuses new ones, as a network partition would, until restored.
+type relay struct {
+	l      net.Listener
+	target string
+
+	mu    sync.Mutex
+	open  bool
+	conns map[net.Conn]struct{}
+	count int
+}
+
+func startRelay(t *testing.T, target string) *relay {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{l: l, target: target, open: true, conns: map[net.Conn]struct{}{}}
+	t.Cleanup(func() { _ = l.Close(); r.cut() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go r.serve(in)
+		}
+	}()
+	return r
+}
+
+func (r *relay) addr() string { return r.l.Addr().String() }
+
+func (r *relay) served() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count
+}
+
+func (r *relay) serve(in net.Conn) {
+	r.mu.Lock()
+	if !r.open {
+		r.mu.Unlock()
+		_ = in.Close()
+		return
+	}
+	r.count++
+	r.mu.Unlock()
+	out, err := net.Dial("tcp", r.target)
+	if err != nil {
+		_ = in.Close()
+		return
+	}
+	r.mu.Lock()
+	r.conns[in], r.conns[out] = struct{}{}, struct{}{}
+	r.mu.Unlock()
+	go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
+	_, _ = io.Copy(in, out)
+	_ = in.Close()
+}
+
+func (r *relay) cut() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open = false
+	for c := range r.conns {
+		_ = c.Close()
+	}
+	clear(r.conns)
+}
+
+func (r *relay) restore() {
+	r.mu.Lock()
+	r.open = true
+	r.mu.Unlock()
+}
