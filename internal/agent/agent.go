@@ -79,6 +79,7 @@ type Agent struct {
 	// anonymous registers (no client certificate); client carries the agent's certificate.
 	anonymous, client *http.Client
 	view              *clusterView
+	journal           *journal
 }
 
 // Run registers when needed and then applies the cluster's Works until ctx ends.
@@ -90,7 +91,7 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		o.HeartbeatInterval = 10 * time.Second
 	}
 	log := logf.FromContext(ctx).WithName("agent").WithValues("cluster", o.Cluster)
-	a := &Agent{opts: o, id: &identity{dir: o.StateDir}, view: &clusterView{name: o.Cluster}}
+	a := &Agent{opts: o, id: &identity{dir: o.StateDir}, view: &clusterView{name: o.Cluster}, journal: &journal{}}
 	roots, err := serverRoots(o.CAFile)
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	a.view.Client = mgr.GetClient()
 	luavm.SetProcessLimits(luavm.ProcessLimits{})
 	if err := (&execute.Executor{Client: mirror.Client(a.view), Works: mirror, Members: members,
-		Interpreters: interpret.NewRegistry(luavm.Limits{}), Agent: true, EveryReplica: true,
+		Interpreters: interpret.NewRegistry(luavm.Limits{}), Agent: true, EveryReplica: true, Recorder: a.journal,
 		DriftCheckInterval: execute.DefaultDriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}

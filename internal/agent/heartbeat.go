@@ -31,6 +31,7 @@ func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
 		if !connected || !sameAPIs(sentAPIs, h.APIEnablements) {
 			hb.APIEnablements = h.APIEnablements
 		}
+		hb.Events, hb.EventsDropped = a.journal.pending(200)
 		callCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		var resp pull.HeartbeatResponse
 		err := a.post(callCtx, a.client, pull.HeartbeatPath, hb, &resp)
@@ -41,6 +42,7 @@ func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
 				log.Info("The control plane answers again")
 			}
 			connected = true
+			a.journal.delivered(len(hb.Events), hb.EventsDropped)
 			if hb.APIEnablements != nil {
 				sentAPIs = hb.APIEnablements
 			}

@@ -306,6 +306,10 @@ func (e *Executor) driftEvent(ctx context.Context, w *workv1alpha1.Work, eventTy
 	if e.Recorder == nil {
 		return
 	}
+	if e.Agent { // an agent sees no bindings: the event is the Work's, the control plane resolves it
+		e.Recorder.Eventf(w, nil, eventType, reason, "Drift", "%s", msg)
+		return
+	}
 	b := workv1alpha1.NewBinding(w.Labels[workv1alpha1.BindingNamespaceLabel], w.Labels[workv1alpha1.BindingNameLabel])
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
 		return

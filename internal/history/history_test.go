@@ -351,6 +351,17 @@ func storeSuite(t *testing.T, fresh func(testing.TB) string) {
 		if err != nil || len(got) != 1 || got[0].ToRevision != 0 || got[0].Outcome != "removed" {
 			t.Fatalf("latest of a removed template: %+v, %v", got, err)
 		}
+		// A drift record says what happened, not what runs: the release before it stays latest.
+		drift := rec("r11", 9, "payments", "checkout", "Deployment", "web", "us-1", CauseDrift)
+		drift.Outcome = OutcomeCorrected
+		mustAppend(t, s, drift)
+		got, err = s.Latest(ctx, Filter{Kind: "Deployment", Name: "web", Cluster: "us-1"})
+		if err != nil || len(got) != 2 || got[0].ID != "r7b" {
+			t.Fatalf("latest with a newer drift record: %v, %v; want r7b first (and r10)", ids(got), err)
+		}
+		if page, err := s.List(ctx, Filter{Cause: CauseDrift}, nil, 10); err != nil || len(page.Records) != 1 {
+			t.Fatalf("listing drift records: %v, %v; want r11", page.Records, err)
+		}
 	})
 
 	t.Run("Prune", func(t *testing.T) {

@@ -119,7 +119,9 @@ func (a *args) add(v any) string {
 // where renders f, and the keyset position after when not nil, as a WHERE clause ("" for
 // none); placeholders in text order, as SQLite's "?" need. The caller handles an empty
 // Namespaces.
-func (s *sqlStore) where(a *args, f Filter, after *Cursor) string {
+// where builds the WHERE clause of f; records of the excluded causes (what happened, not what
+// runs, for Latest) are left out.
+func (s *sqlStore) where(a *args, f Filter, after *Cursor, excluded ...string) string {
 	var conds []string
 	if !f.Since.IsZero() {
 		conds = append(conds, "occurred_at >= "+a.add(s.b.timeArg(f.Since)))
@@ -144,6 +146,9 @@ func (s *sqlStore) where(a *args, f Filter, after *Cursor) string {
 		if c.v != "" {
 			conds = append(conds, c.col+" = "+a.add(c.v))
 		}
+	}
+	for _, c := range excluded {
+		conds = append(conds, "cause <> "+a.add(c))
 	}
 	if after != nil {
 		// A row value: both backends range-scan the (…, occurred_at DESC, id DESC) indexes.
@@ -268,7 +273,7 @@ func (s *sqlStore) Latest(ctx context.Context, f Filter) ([]Record, error) {
 	// The window sorts narrow rows (key and id) only; full rows are read for the winners.
 	q := "SELECT " + columns + " FROM records WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (" +
 		"PARTITION BY name, kind, namespace, api_group, cluster ORDER BY occurred_at DESC, id DESC) AS rn " +
-		"FROM records" + s.where(a, f, nil) + ") ranked WHERE rn = 1)"
+		"FROM records" + s.where(a, f, nil, CauseDrift) + ") ranked WHERE rn = 1)"
 	recs, err := s.query(ctx, q, a)
 	if err != nil {
 		return nil, s.wrap(ctx, "latest", err)

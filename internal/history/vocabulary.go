@@ -6,6 +6,9 @@ const (
 	OutcomeHealthy = "healthy"
 	OutcomeFailed  = "failed"
 	OutcomeRemoved = "removed"
+	// OutcomeCorrected and OutcomeDrifted are of drift records: put back, or only reported.
+	OutcomeCorrected = "corrected"
+	OutcomeDrifted   = "drifted"
 )
 
 // Causes of a record.
@@ -21,8 +24,12 @@ const (
 	CauseAppFailover = "application-failover"
 	CauseUnmanage    = "unmanage"
 	CauseManage      = "manage"
+	// CauseDrift records a member object changed by hand (a Pull member's agent reports them
+	// with the time they happened there). It says what happened, not what runs: Latest
+	// skips it.
+	CauseDrift = "drift"
 )
 
 // Causes are every cause a record may have.
 var Causes = []string{CauseRelease, CauseRollback, CausePlacement, CauseFailover, CauseAppFailover, CauseSuspend,
-	CauseApply, CauseRemoval, CauseAdoption, CauseUnmanage, CauseManage}
+	CauseApply, CauseRemoval, CauseAdoption, CauseUnmanage, CauseManage, CauseDrift}

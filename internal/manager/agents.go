@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -32,7 +33,7 @@ type AgentOptions struct {
 // certificates are requested, not verified by TLS: only the agents' own CA is trusted there,
 // and package pull checks them against it and against the certificate each Cluster records.
 // It runs on the leader only, which keeps the Works.
-func (o Options) agentServer(ctx context.Context, mgr ctrl.Manager, works *workstore.Store, members *clustercache.Cache) (manager.Runnable, error) {
+func (o Options) agentServer(mgr ctrl.Manager, works *workstore.Store, members *clustercache.Cache, hist pull.HistoryAppender, recorder events.EventRecorder) (manager.Runnable, error) {
 	if _, _, err := net.SplitHostPort(o.Agents.Address); err != nil {
 		return nil, fmt.Errorf("--agent-bind-address %q: give host:port, for example 0.0.0.0:8444", o.Agents.Address)
 	}
@@ -51,7 +52,7 @@ func (o Options) agentServer(ctx context.Context, mgr ctrl.Manager, works *works
 			return err
 		}
 		srv := &http.Server{Handler: (&pull.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Works: works, CA: ca,
-			Members: members, CertificateTTL: o.Agents.CertificateTTL}).Handler(), TLSConfig: tc,
+			Members: members, CertificateTTL: o.Agents.CertificateTTL, History: hist, Recorder: recorder}).Handler(), TLSConfig: tc,
 			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 		l, err := tls.Listen("tcp", o.Agents.Address, tc)
 		if err != nil {

@@ -401,7 +401,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("setting up the historian: %w", err)
 	}
 	if o.Agents.Address != "" {
-		srv, err := o.agentServer(ctx, mgr, works, members)
+		srv, err := o.agentServer(mgr, works, members, store, recorder("flotilla-pull"))
 		if err != nil {
 			return err
 		}

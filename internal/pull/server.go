@@ -15,21 +15,29 @@ package pull
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 	"github.com/flotilla-dev/flotilla/internal/worksync"
@@ -80,6 +88,21 @@ type Heartbeat struct {
 	APIEnablements    []clusterv1alpha1.APIEnablement  `json:"apiEnablements,omitempty"`
 	Nodes             *clusterv1alpha1.NodeSummary     `json:"nodes,omitempty"`
 	Resources         *clusterv1alpha1.ResourceSummary `json:"resources,omitempty"`
+	// Events happened at the edge since the last delivered heartbeat, oldest first;
+	// EventsDropped counts those the agent's journal could not keep.
+	Events        []EdgeEvent `json:"events,omitempty"`
+	EventsDropped int         `json:"eventsDropped,omitempty"`
+}
+
+// EdgeEvent is something that happened to a Work's objects in the member, at the time it
+// happened there.
+type EdgeEvent struct {
+	Time          time.Time `json:"time"`
+	Type          string    `json:"type"`
+	Reason        string    `json:"reason"`
+	Message       string    `json:"message"`
+	WorkNamespace string    `json:"workNamespace"`
+	WorkName      string    `json:"workName"`
 }
 
 // HeartbeatResponse tells the agent what the control plane says of its cluster.
@@ -101,7 +124,19 @@ type Server struct {
 	Members        *clustercache.Cache
 	CertificateTTL time.Duration
 	Now            func() time.Time
+	// History takes the edge's events as records at the time they happened there; Recorder
+	// records them on the bindings too. Either may be nil.
+	History  HistoryAppender
+	Recorder events.EventRecorder
 }
+
+// HistoryAppender is the part of the history store the endpoint writes.
+type HistoryAppender interface {
+	Append(ctx context.Context, recs ...history.Record) (int, error)
+}
+
+// maxEventsPerBeat bounds the events one heartbeat carries in.
+const maxEventsPerBeat = 500
 
 func (s *Server) now() time.Time {
 	if s.Now != nil {
@@ -291,6 +326,56 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, cl *clusterv1alph
 	reply(w, RegisterResponse{Certificate: string(certPEM), NotAfter: cert.NotAfter})
 }
 
+// takeEvents records the edge's events of cluster: history records at their edge time, and
+// events on their bindings. An event of another cluster's Work is ignored; one of a Work gone
+// meanwhile is dropped (its template is no longer known here).
+func (s *Server) takeEvents(ctx context.Context, cluster string, evs []EdgeEvent, dropped int) error {
+	own := kube.ExecutionNamespacePrefix + cluster
+	var recs []history.Record
+	for _, ev := range evs {
+		if ev.WorkNamespace != own {
+			continue // another cluster's: never recorded in this cluster's name
+		}
+		wk := &workv1alpha1.Work{}
+		if err := s.Works.Client(s.Client).Get(ctx, client.ObjectKey{Namespace: ev.WorkNamespace, Name: ev.WorkName}, wk); err != nil {
+			continue
+		}
+		b := workv1alpha1.NewBinding(wk.Labels[workv1alpha1.BindingNamespaceLabel], wk.Labels[workv1alpha1.BindingNameLabel])
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			continue
+		}
+		msg := ev.Message
+		if len(msg) > 4096 {
+			msg = msg[:4096]
+		}
+		at := ev.Time.UTC().Format(time.RFC3339)
+		if s.Recorder != nil {
+			s.Recorder.Eventf(b, nil, ev.Type, ev.Reason, "Drift", "%s (at %s, reported by the agent of %s)", msg, at, cluster)
+		}
+		res := b.BindingSpec().Resource
+		gv, _ := schema.ParseGroupVersion(res.APIVersion)
+		rev, _ := strconv.ParseInt(wk.Labels[workv1alpha1.RevisionLabel], 10, 64)
+		outcome := history.OutcomeDrifted
+		if ev.Reason == "DriftCorrected" {
+			outcome = history.OutcomeCorrected
+		}
+		id := sha256.Sum256(fmt.Appendf(nil, "edge|%s|%s|%s|%s|%s", cluster, ev.Time.UTC().Format(time.RFC3339Nano), ev.WorkName, ev.Reason, ev.Message))
+		recs = append(recs, history.Record{ID: hex.EncodeToString(id[:16]), Time: ev.Time, Team: b.GetNamespace(),
+			Group: gv.Group, Kind: res.Kind, Namespace: res.Namespace, Name: res.Name, Cluster: cluster,
+			FromRevision: rev, ToRevision: rev, Cause: history.CauseDrift, Outcome: outcome,
+			CauseDetail: "seen by the agent at the edge at " + at, Message: msg})
+	}
+	if dropped > 0 && s.Recorder != nil {
+		s.Recorder.Eventf(&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, nil, corev1.EventTypeWarning, "EdgeEventsDropped", "Report",
+			"the agent of %s dropped %d events its journal could not keep while disconnected", cluster, dropped)
+	}
+	if s.History == nil || len(recs) == 0 {
+		return nil
+	}
+	_, err := s.History.Append(ctx, recs...)
+	return err
+}
+
 // heartbeat takes the agent's view of its member into the clustercache (the cluster
 // controller writes it to the Cluster) and answers with what the agent must know.
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
@@ -305,5 +390,15 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1
 		h.Readiness, h.LastError = clustercache.ReadinessReady, ""
 	}
 	s.Members.Report(cl.Name, h)
+	if len(hb.Events) > maxEventsPerBeat {
+		http.Error(w, fmt.Sprintf("events: %d in one heartbeat, at most %d", len(hb.Events), maxEventsPerBeat), http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err := s.takeEvents(r.Context(), cl.Name, hb.Events, hb.EventsDropped); err != nil {
+		// Not delivered: the agent keeps them and sends them again (records are idempotent).
+		logf.FromContext(r.Context()).Error(err, "Recording an agent's events", "cluster", cl.Name)
+		http.Error(w, "recording the events failed; send them again", http.StatusServiceUnavailable)
+		return
+	}
 	reply(w, HeartbeatResponse{Deleting: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy})
 }

@@ -23,12 +23,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/history"
+	"github.com/flotilla-dev/flotilla/internal/inventory"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
@@ -202,6 +205,25 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 
 	relay.restore()
 	back := time.Now()
+	defer func() {
+		// History has the edge's correction at its edge time, before the change it took once back.
+		page := edgeHistory(t, lf, edge)
+		var drift, applied *inventory.HistoryItem
+		for i := range page {
+			it := &page[i]
+			if it.Cause == history.CauseDrift && it.Outcome == history.OutcomeCorrected && it.Name == "web" && drift == nil {
+				drift = it
+			}
+			if it.ToRevision == 3 && it.Name == "web" && it.Cause != history.CauseDrift {
+				applied = it
+			}
+		}
+		g.Expect(drift).NotTo(gomega.BeNil(), "no drift record of %s in its history: %+v", edge, page)
+		g.Expect(drift.Time).To(gomega.BeTemporally(">=", cutAt.Truncate(time.Second)))
+		g.Expect(drift.Time).To(gomega.BeTemporally("<", back), "the correction is recorded at the time it was reported, not when it happened")
+		g.Expect(applied).NotTo(gomega.BeNil(), "no record of revision 3 reaching %s: %+v", edge, page)
+		g.Expect(applied.Time).To(gomega.BeTemporally(">", drift.Time))
+	}()
 	g.Eventually(func() string { return image(edge) }, 2*time.Minute).Should(gomega.Equal("registry.example/web:3"))
 	t.Logf("%s runs the change %.1fs after the partition ended", edge, time.Since(back).Seconds())
 	g.Eventually(func() metav1.ConditionStatus { _, s := ready(); return s }, time.Minute).Should(gomega.Equal(metav1.ConditionTrue))
@@ -209,6 +231,35 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 	for _, m := range []string{hub, edge, edge2} {
 		g.Expect(image(m)).To(gomega.Equal("registry.example/web:3"), "member %s", m)
 	}
+}
+
+// edgeHistory reads a cluster's history from the fleet's inventory API, newest first.
+func edgeHistory(t *testing.T, lf *localfleet.LocalFleet, cluster string) []inventory.HistoryItem {
+	t.Helper()
+	cfg, err := lf.RESTConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg) // the fleet's CA signs the inventory API's certificate too
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page inventory.HistoryPage
+	var lastErr error
+	for range 30 {
+		resp, err := hc.Get(lf.InventoryURL() + "/api/v1/history?limit=100&cluster=" + cluster)
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&page)
+			resp.Body.Close()
+		}
+		if err == nil && len(page.Items) > 0 {
+			return page.Items
+		}
+		lastErr = err
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("reading the history of %s: %v", cluster, lastErr)
+	return nil
 }
 
 // agentClient is an HTTPS client with the client certificate the member's agent registered for.
