@@ -205,7 +205,7 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 
 	relay.restore()
 	back := time.Now()
-	defer func() {
+	checkHistory := func() {
 		// History has the edge's correction at its edge time, before the change it took once back.
 		page := edgeHistory(t, lf, edge)
 		var drift, applied *inventory.HistoryItem
@@ -223,7 +223,7 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 		g.Expect(drift.Time).To(gomega.BeTemporally("<", back), "the correction is recorded at the time it was reported, not when it happened")
 		g.Expect(applied).NotTo(gomega.BeNil(), "no record of revision 3 reaching %s: %+v", edge, page)
 		g.Expect(applied.Time).To(gomega.BeTemporally(">", drift.Time))
-	}()
+	}
 	g.Eventually(func() string { return image(edge) }, 2*time.Minute).Should(gomega.Equal("registry.example/web:3"))
 	t.Logf("%s runs the change %.1fs after the partition ended", edge, time.Since(back).Seconds())
 	g.Eventually(func() metav1.ConditionStatus { _, s := ready(); return s }, time.Minute).Should(gomega.Equal(metav1.ConditionTrue))
@@ -231,6 +231,7 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 	for _, m := range []string{hub, edge, edge2} {
 		g.Expect(image(m)).To(gomega.Equal("registry.example/web:3"), "member %s", m)
 	}
+	checkHistory()
 }
 
 // edgeHistory reads a cluster's history from the fleet's inventory API, newest first.
