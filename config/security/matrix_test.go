@@ -16,7 +16,8 @@ var matrixHeader = []string{"Surface", "Escalation (generated/inherited)", "Name
 // matrixSurfaces are the surfaces that take tenant input today; a new one gets a row.
 var matrixSurfaces = []string{"Templates", "PropagationPolicy", "OverridePolicy", "AnalysisTemplate and analysis", "Releases (switches)",
 	"TargetPolicy and ClusterTargetPolicy", "Applications and git", "Git push webhook", "Change windows", "Teams", "Inventory API", "Dashboard",
-	"Traffic routes", "Lua customizations", "History", "CLI", "Dependencies (dependsOn)", "Works stream (sharded replicas)"}
+	"Traffic routes", "Lua customizations", "History", "CLI", "Dependencies (dependsOn)", "Works stream (sharded replicas)",
+	"Agent endpoint (Pull members)"}
 
 var (
 	backticked = regexp.MustCompile("`([^`]*)`")

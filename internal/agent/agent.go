@@ -97,7 +97,10 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		return err
 	}
 	base := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
-	a.anonymous = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: base.Clone(), Proxy: http.ProxyFromEnvironment}}
+	// The agent follows no redirect: its token and certificate go only to --control-plane.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	a.anonymous = &http.Client{Timeout: 30 * time.Second, CheckRedirect: noRedirect,
+		Transport: &http.Transport{TLSClientConfig: base.Clone(), Proxy: http.ProxyFromEnvironment}}
 	withCert := base.Clone()
 	withCert.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		if c := a.id.certificate(); c != nil {
@@ -106,7 +109,7 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		return &tls.Certificate{}, nil
 	}
 	// No overall timeout: the Works stream lasts (worksync watches its idleness instead).
-	a.client = &http.Client{Transport: &http.Transport{TLSClientConfig: withCert, Proxy: http.ProxyFromEnvironment,
+	a.client = &http.Client{CheckRedirect: noRedirect, Transport: &http.Transport{TLSClientConfig: withCert, Proxy: http.ProxyFromEnvironment,
 		ResponseHeaderTimeout: 30 * time.Second}}
 
 	ok, err := a.id.load(time.Now())

@@ -186,7 +186,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		}
 	}
 
-	t.Run("refusals name why", func(t *testing.T) {
+	t.Run("RefusalsNameWhyAndEchoNoToken", func(t *testing.T) {
 		for _, tc := range []struct {
 			name, cluster, token string
 			status               int
@@ -223,7 +223,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 	}
 
 	agentA := e.client(certA)
-	t.Run("its own Works only", func(t *testing.T) {
+	t.Run("OnlyItsOwnWorks", func(t *testing.T) {
 		if status, names := followOnce(t, agentA, e.url+worksync.FollowPath+"?cluster=edge-a"); status != http.StatusOK || len(names) != 1 || names[0] != kube.ExecutionNamespacePrefix+"edge-a/app" {
 			t.Errorf("following edge-a: %d %v; want only its one Work", status, names)
 		}
@@ -242,14 +242,14 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("a certificate of another CA is refused", func(t *testing.T) {
+	t.Run("ACertificateOfAnotherCAIsRefused", func(t *testing.T) {
 		forged := selfSigned(t, "flotilla:agent:edge-a")
 		if status, _ := followOnce(t, e.client(forged), e.url+worksync.FollowPath+"?cluster=edge-a"); status != http.StatusUnauthorized {
 			t.Errorf("a self-made certificate naming edge-a: %d; want 401", status)
 		}
 	})
 
-	t.Run("heartbeats reach the cluster's health", func(t *testing.T) {
+	t.Run("HeartbeatsReachTheClustersHealth", func(t *testing.T) {
 		status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{Ready: true, KubernetesVersion: "v1.37.2", AgentVersion: "test"})
 		if status != http.StatusOK {
 			t.Fatalf("heartbeat: %d %s", status, msg)
@@ -262,7 +262,22 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("registering again revokes the earlier certificate", func(t *testing.T) {
+	t.Run("OversizedRequestsAreRefused", func(t *testing.T) {
+		many := pull.Heartbeat{Ready: true, Events: make([]pull.EdgeEvent, 501)}
+		if status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, many); status != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "at most 500") {
+			t.Errorf("501 events in one heartbeat: %d %q; want 413", status, msg)
+		}
+		huge := pull.Heartbeat{Error: strings.Repeat("x", 5<<20)}
+		if status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, huge); status != http.StatusRequestEntityTooLarge || strings.Contains(msg, "xxxx") {
+			t.Errorf("a 5 MiB heartbeat: %d %q; want 413 echoing nothing", status, msg)
+		}
+		req := pull.RegisterRequest{Cluster: "edge-b", Token: strings.Repeat("a", 5<<20)}
+		if status, msg := do(t, e.client(nil), http.MethodPost, e.url+pull.RegisterPath, req); status != http.StatusRequestEntityTooLarge || strings.Contains(msg, "aaaa") {
+			t.Errorf("a 5 MiB registration: %d %q; want 413 echoing nothing", status, msg)
+		}
+	})
+
+	t.Run("RegisteringAgainRevokesTheEarlierCertificate", func(t *testing.T) {
 		again, status, msg := e.register(t, "edge-a", join("edge-a", time.Hour))
 		if status != http.StatusOK {
 			t.Fatalf("registering again: %d %s", status, msg)
@@ -275,7 +290,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("an expired token is refused", func(t *testing.T) {
+	t.Run("AnExpiredTokenIsRefused", func(t *testing.T) {
 		tok := join("edge-b", time.Minute)
 		clock = clock.Add(2 * time.Minute)
 		if _, status, msg := e.register(t, "edge-b", tok); status != http.StatusForbidden || !strings.Contains(msg, "expired") {
@@ -283,7 +298,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("a Push cluster takes no agent", func(t *testing.T) {
+	t.Run("APushClusterTakesNoAgent", func(t *testing.T) {
 		push := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "core"}, Spec: clusterv1alpha1.ClusterSpec{
 			SyncMode: clusterv1alpha1.SyncModePush, Endpoint: "https://10.0.0.1:6443",
 			CredentialsSecretRef: clusterv1alpha1.SecretReference{Namespace: kube.SystemNamespace, Name: "core-credentials"}}}
@@ -295,7 +310,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("a Pull cluster holds no credentials", func(t *testing.T) {
+	t.Run("APullClusterHoldsNoCredentials", func(t *testing.T) {
 		bad := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "half"}, Spec: clusterv1alpha1.ClusterSpec{
 			SyncMode: clusterv1alpha1.SyncModePull, Endpoint: "https://10.0.0.1:6443"}}
 		if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "must be empty with syncMode Pull") {

@@ -141,7 +141,7 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 		g.Expect(image(m)).To(gomega.Equal("registry.example/web:2"), "member %s", m)
 	}
 
-	t.Run("an agent's certificate reaches only its own cluster", func(t *testing.T) {
+	t.Run("AnAgentReachesOnlyItsOwnCluster", func(t *testing.T) {
 		g := newG(t)
 		agent := agentClient(t, lf, edge)
 		status, works := followWorks(t, agent, lf.AgentEndpoint()+worksync.FollowPath+"?cluster="+edge)
