@@ -24,7 +24,7 @@ func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
 	var sentAPIs []clusterv1alpha1.APIEnablement
 	for {
 		h, _ := members.Health(a.opts.Cluster)
-		hb := pull.Heartbeat{AgentVersion: a.opts.Version, Ready: h.Readiness == clustercache.ReadinessReady, Error: h.LastError,
+		hb := pull.Heartbeat{AgentVersion: a.opts.Version, Readiness: h.Readiness, Error: h.LastError,
 			KubernetesVersion: h.Version, Nodes: h.Nodes, Resources: h.Resources}
 		// Discovery is large and rarely changes: sent on the first beat of a connection and
 		// when it changed.

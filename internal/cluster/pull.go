@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -42,10 +43,16 @@ func (r *Reconciler) reconcilePull(ctx context.Context, cl *clusterv1alpha1.Clus
 		setReady(status, metav1.ConditionFalse, clusterv1alpha1.ReasonAgentNotRegistered,
 			fmt.Sprintf("no agent has registered: run flotilla-agent in the member with the bootstrap token `flotilla join %s --mode Pull` printed", cl.Name), cl.Generation)
 	case reported && now.Sub(health.LastProbeTime) < r.agentSilence():
-		if health.Readiness == clustercache.ReadinessReady {
+		switch health.Readiness {
+		case clustercache.ReadinessReady:
 			setReady(status, metav1.ConditionTrue, clusterv1alpha1.ReasonAgentConnected, "the agent reports and its member's API server answers it", cl.Generation)
-		} else {
+		case clustercache.ReadinessNotReady:
 			setReady(status, metav1.ConditionFalse, clusterv1alpha1.ReasonProbeFailed, "the agent reports that its member's API server fails: "+health.LastError, cl.Generation)
+		default:
+			// A restarted agent that has not probed yet: the verdict in status stands.
+			if meta.FindStatusCondition(status.Conditions, clusterv1alpha1.ConditionReady) == nil {
+				setReady(status, metav1.ConditionUnknown, clusterv1alpha1.ReasonProbing, "the agent reports; waiting for its first probe of the member", cl.Generation)
+			}
 		}
 		seen := metav1.NewTime(health.LastProbeTime.Truncate(time.Second))
 		status.Agent.LastSeen = &seen

@@ -250,7 +250,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 	})
 
 	t.Run("HeartbeatsReachTheClustersHealth", func(t *testing.T) {
-		status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{Ready: true, KubernetesVersion: "v1.37.2", AgentVersion: "test"})
+		status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{Readiness: clustercache.ReadinessReady, KubernetesVersion: "v1.37.2", AgentVersion: "test"})
 		if status != http.StatusOK {
 			t.Fatalf("heartbeat: %d %s", status, msg)
 		}
@@ -263,7 +263,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 	})
 
 	t.Run("OversizedRequestsAreRefused", func(t *testing.T) {
-		many := pull.Heartbeat{Ready: true, Events: make([]pull.EdgeEvent, 501)}
+		many := pull.Heartbeat{Readiness: clustercache.ReadinessReady, Events: make([]pull.EdgeEvent, 501)}
 		if status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, many); status != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "at most 500") {
 			t.Errorf("501 events in one heartbeat: %d %q; want 413", status, msg)
 		}

@@ -81,8 +81,9 @@ type RenewRequest struct {
 // Heartbeat is an agent's periodic report of itself and its member.
 type Heartbeat struct {
 	AgentVersion string `json:"agentVersion,omitempty"`
-	// Ready says whether the member's API server answers the agent; Error says why not.
-	Ready             bool                             `json:"ready"`
+	// Readiness is the agent's probe verdict on its member's API server (Ready, NotReady, or
+	// Unknown before its first probe); Error says why not.
+	Readiness         clustercache.Readiness           `json:"readiness"`
 	Error             string                           `json:"error,omitempty"`
 	KubernetesVersion string                           `json:"kubernetesVersion,omitempty"`
 	APIEnablements    []clusterv1alpha1.APIEnablement  `json:"apiEnablements,omitempty"`
@@ -383,11 +384,15 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1
 	if !decode(w, r, &hb) {
 		return
 	}
-	h := clustercache.Health{Readiness: clustercache.ReadinessNotReady, LastProbeTime: s.now(), LastError: hb.Error,
+	h := clustercache.Health{Readiness: hb.Readiness, LastProbeTime: s.now(), LastError: hb.Error,
 		Version: hb.KubernetesVersion, APIEnablements: hb.APIEnablements, Nodes: hb.Nodes, Resources: hb.Resources,
 		Agent: hb.AgentVersion}
-	if hb.Ready {
-		h.Readiness, h.LastError = clustercache.ReadinessReady, ""
+	switch hb.Readiness {
+	case clustercache.ReadinessReady:
+		h.LastError = ""
+	case clustercache.ReadinessNotReady:
+	default:
+		h.Readiness = clustercache.ReadinessUnknown
 	}
 	s.Members.Report(cl.Name, h)
 	if len(hb.Events) > maxEventsPerBeat {

@@ -175,6 +175,11 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 		return r.Reason, r.Status
 	}
 	g.Eventually(func() int { return relay.served() }, 30*time.Second).Should(gomega.BeNumerically(">", 0), "the agent does not dial through the relay")
+	// Its first heartbeats through the relay (one after its first probe of the member) keep the cluster Ready.
+	time.Sleep(12 * time.Second)
+	before, beforeStatus := ready()
+	g.Expect(before).To(gomega.Equal(clusterv1alpha1.ReasonAgentConnected))
+	g.Expect(beforeStatus).To(gomega.Equal(metav1.ConditionTrue))
 	relay.cut()
 	cutAt := time.Now()
 	t.Logf("partition of %s starts", edge)
