@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -157,6 +159,13 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		resp.Body.Close()
 		g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusForbidden), "the agent of %s reported on %s's Work", edge, edge2)
+		// Its certificate opens nothing else: the control plane's API server does not know it.
+		for _, path := range []string{"/api/v1/namespaces/" + ns + "/secrets", "/apis/apps/v1/namespaces/" + ns + "/deployments"} {
+			resp, err := agent.Get(strings.TrimSuffix(cpConfig(t, lf).Host, "/") + path)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			resp.Body.Close()
+			g.Expect(resp.StatusCode).To(gomega.BeElementOf(http.StatusUnauthorized, http.StatusForbidden), "the agent's certificate read %s from the control plane", path)
+		}
 	})
 
 	// The partition: the edge's agent dials through a relay the test cuts.
@@ -237,6 +246,48 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 		g.Expect(image(m)).To(gomega.Equal("registry.example/web:3"), "member %s", m)
 	}
 	checkHistory()
+
+	// A failing analysis gate on the Pull member's wave rolls it back by itself.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"errorRate": 0.40}`))
+	}))
+	t.Cleanup(srv.Close)
+	g.Expect(cp.Create(ctx, &rolloutv1alpha1.AnalysisTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "error-rate", Namespace: ns},
+		Spec: rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{{
+			Name: "error-rate", Interval: "1s", Count: ptr.To[int32](2), SuccessCondition: "result <= 0.05",
+			Provider: rolloutv1alpha1.MetricProvider{Web: &rolloutv1alpha1.WebMetric{URL: srv.URL, JSONPath: "{$.errorRate}"}},
+		}}},
+	})).To(gomega.Succeed())
+	g.Eventually(func() error {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, p); err != nil {
+			return err
+		}
+		p.Spec.Rollout.Waves[0].Gates.Analysis = &policyv1alpha1.AnalysisGate{Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: "error-rate"}}}
+		return cp.Update(ctx, p)
+	}).Should(gomega.Succeed())
+	hubGeneration := func() int64 {
+		d := &appsv1.Deployment{}
+		_ = members[hub].Get(ctx, client.ObjectKeyFromObject(web), d)
+		return d.Generation
+	}
+	before4 := hubGeneration()
+	setImage("registry.example/web:4")
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase("web-deployment-r4") }, 2*time.Minute).Should(gomega.Equal(rolloutv1alpha1.ReleaseRolledBack))
+	g.Eventually(func() string { return image(edge) }, time.Minute).Should(gomega.Equal("registry.example/web:3"), "the Pull member is back on the stable revision")
+	g.Expect(image(hub)).To(gomega.Equal("registry.example/web:3"))
+	g.Expect(image(edge2)).To(gomega.Equal("registry.example/web:3"))
+	g.Expect(hubGeneration()).To(gomega.Equal(before4), "a later wave changed")
+}
+
+func cpConfig(t *testing.T, lf *localfleet.LocalFleet) *rest.Config {
+	t.Helper()
+	cfg, err := lf.RESTConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // edgeHistory reads a cluster's history from the fleet's inventory API, newest first.
