@@ -80,6 +80,11 @@ type Agent struct {
 	anonymous, client *http.Client
 	view              *clusterView
 	journal           *journal
+	// interpreters are the built-in ones and the platform's customizations, loaded while
+	// customizationsVersion names what the control plane last said.
+	interpreters          *interpret.Registry
+	customizations        map[string]bool
+	customizationsVersion string
 }
 
 // Run registers when needed and then applies the cluster's Works until ctx ends.
@@ -157,8 +162,14 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	mirror := workstore.New()
 	a.view.Client = mgr.GetClient()
 	luavm.SetProcessLimits(luavm.ProcessLimits{})
+	a.interpreters, a.customizations = interpret.NewRegistry(luavm.Limits{}), map[string]bool{}
+	// Customized kinds are judged by their customization from the first Work on, when the
+	// control plane answers now; else from the first heartbeat that gets through.
+	if err := a.loadCustomizations(ctx, a.interpreters, a.customizations); err != nil {
+		log.Info("Reading the platform's customizations failed; retrying with the heartbeats", "error", err.Error())
+	}
 	if err := (&execute.Executor{Client: mirror.Client(a.view), Works: mirror, Members: members,
-		Interpreters: interpret.NewRegistry(luavm.Limits{}), Agent: true, EveryReplica: true, Recorder: a.journal,
+		Interpreters: a.interpreters, Agent: true, EveryReplica: true, Recorder: a.journal,
 		DriftCheckInterval: execute.DefaultDriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}

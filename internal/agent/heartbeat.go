@@ -47,6 +47,14 @@ func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
 				sentAPIs = hb.APIEnablements
 			}
 			a.view.deleting.store(resp.DeletionPolicy, resp.Deleting)
+			if resp.Customizations != a.customizationsVersion {
+				if err := a.loadCustomizations(ctx, a.interpreters, a.customizations); err != nil {
+					log.Error(err, "Reading the platform's customizations")
+				} else {
+					a.customizationsVersion = resp.Customizations
+					log.Info("Customizations in force", "count", len(a.customizations))
+				}
+			}
 		case ctx.Err() != nil:
 			return
 		case revoked(err):

@@ -27,6 +27,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/customization"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/pull"
 	"github.com/flotilla-dev/flotilla/internal/registration"
@@ -259,6 +260,29 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		}
 		if _, ok := e.members.Reported("edge-b"); ok {
 			t.Error("edge-b has a reported health though its agent never reported")
+		}
+	})
+
+	t.Run("CustomizationsAreServedToAgentsOnly", func(t *testing.T) {
+		bundled, err := customization.Bundled()
+		if err != nil || len(bundled) == 0 {
+			t.Fatalf("bundled customizations: %v", err)
+		}
+		ric := bundled[0].DeepCopy()
+		if err := c.Create(ctx, ric); err != nil {
+			t.Fatal(err)
+		}
+		status, body := do(t, agentA, http.MethodGet, e.url+pull.CustomizationsPath, nil)
+		if status != http.StatusOK || !strings.Contains(body, ric.Name) {
+			t.Errorf("customizations for an agent: %d; want 200 listing %s", status, ric.Name)
+		}
+		var beat pull.HeartbeatResponse
+		status, body = do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{Readiness: clustercache.ReadinessReady})
+		if err := json.Unmarshal([]byte(body), &beat); status != http.StatusOK || err != nil || beat.Customizations == "" {
+			t.Errorf("a heartbeat's answer names no customizations version: %d %q", status, body)
+		}
+		if status, _ := do(t, e.client(nil), http.MethodGet, e.url+pull.CustomizationsPath, nil); status != http.StatusUnauthorized {
+			t.Errorf("customizations without a certificate: %d; want 401", status)
 		}
 	})
 

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/history"
@@ -48,12 +50,16 @@ import (
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;create;delete
+// +kubebuilder:rbac:groups=config.flotilla.dev,resources=resourceinterpretercustomizations,verbs=get;list;watch
 
 // Paths of the agent endpoint besides worksync's FollowPath and ReportPath.
 const (
 	RegisterPath  = "/agents/v1alpha1/register"
 	RenewPath     = "/agents/v1alpha1/renew"
 	HeartbeatPath = "/agents/v1alpha1/heartbeat"
+	// CustomizationsPath serves the platform's ResourceInterpreterCustomizations (Lua), so an
+	// agent judges and retains custom kinds as the controller-manager does.
+	CustomizationsPath = "/agents/v1alpha1/customizations"
 	// maxRequestBytes bounds a registration or heartbeat body (discovery of a member with many
 	// CRDs fits well within it).
 	maxRequestBytes = 4 << 20
@@ -112,6 +118,9 @@ type HeartbeatResponse struct {
 	// the Works as the control plane deletes them.
 	Deleting       bool                                  `json:"deleting,omitempty"`
 	DeletionPolicy clusterv1alpha1.ClusterDeletionPolicy `json:"deletionPolicy,omitempty"`
+	// Customizations names the version of the platform's customizations: the agent reads
+	// them again (CustomizationsPath) when it differs from what it loaded.
+	Customizations string `json:"customizations,omitempty"`
 }
 
 // Server is the endpoint agents dial. It runs on the leader, which keeps the Works.
@@ -152,6 +161,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(RegisterPath, s.register)
 	mux.Handle(RenewPath, s.agentOnly(s.renew))
 	mux.Handle(HeartbeatPath, s.agentOnly(s.heartbeat))
+	mux.Handle(CustomizationsPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, _ *clusterv1alpha1.Cluster) {
+		list, _, err := s.customizations(r.Context())
+		if err != nil {
+			http.Error(w, "reading the customizations failed; try again", http.StatusServiceUnavailable)
+			return
+		}
+		reply(w, list)
+	}))
 	mux.Handle(worksync.FollowPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
 		asked := r.URL.Query()["cluster"]
 		if slices.ContainsFunc(asked, func(n string) bool { return n != cl.Name }) {
@@ -377,6 +394,21 @@ func (s *Server) takeEvents(ctx context.Context, cluster string, evs []EdgeEvent
 	return err
 }
 
+// customizations lists the platform's customizations and a version that changes with any of
+// them (names and generations, and the generation in force).
+func (s *Server) customizations(ctx context.Context) (*configv1alpha1.ResourceInterpreterCustomizationList, string, error) {
+	list := &configv1alpha1.ResourceInterpreterCustomizationList{}
+	if err := s.Client.List(ctx, list); err != nil {
+		return nil, "", err
+	}
+	slices.SortFunc(list.Items, func(a, b configv1alpha1.ResourceInterpreterCustomization) int { return strings.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	for _, c := range list.Items {
+		fmt.Fprintf(h, "%s/%d/%d\n", c.Name, c.Generation, c.Status.ActiveGeneration)
+	}
+	return list, hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
 // heartbeat takes the agent's view of its member into the clustercache (the cluster
 // controller writes it to the Cluster) and answers with what the agent must know.
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
@@ -405,5 +437,6 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1
 		http.Error(w, "recording the events failed; send them again", http.StatusServiceUnavailable)
 		return
 	}
-	reply(w, HeartbeatResponse{Deleting: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy})
+	_, version, _ := s.customizations(r.Context())
+	reply(w, HeartbeatResponse{Deleting: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy, Customizations: version})
 }

@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/customization"
+	"github.com/flotilla-dev/flotilla/internal/interpret"
+	"github.com/flotilla-dev/flotilla/internal/pull"
+)
+
+// loadCustomizations reads the platform's customizations from the control plane and puts them
+// in force in reg, as the controller-manager's do (a version that does not compile keeps the
+// last one that did); those no longer there are removed.
+func (a *Agent) loadCustomizations(ctx context.Context, reg *interpret.Registry, loaded map[string]bool) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.opts.ControlPlane+pull.CustomizationsPath, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return &refusal{status: resp.StatusCode, msg: string(msg)}
+	}
+	list := &configv1alpha1.ResourceInterpreterCustomizationList{}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(list); err != nil {
+		return fmt.Errorf("reading the customizations: %w", err)
+	}
+	if err := customization.Load(ctx, listed{list}, reg); err != nil {
+		return err
+	}
+	now := map[string]bool{}
+	for _, c := range list.Items {
+		now[c.Name] = true
+	}
+	for name := range loaded {
+		if !now[name] {
+			reg.Remove(name)
+		}
+	}
+	clear(loaded)
+	for name := range now {
+		loaded[name] = true
+	}
+	return nil
+}
+
+// listed is a client.Reader over customizations already read.
+type listed struct {
+	list *configv1alpha1.ResourceInterpreterCustomizationList
+}
+
+func (l listed) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{Group: configv1alpha1.GroupVersion.Group, Resource: "resourceinterpretercustomizations"}, key.Name)
+}
+
+func (l listed) List(_ context.Context, out client.ObjectList, _ ...client.ListOption) error {
+	target, ok := out.(*configv1alpha1.ResourceInterpreterCustomizationList)
+	if !ok {
+		return fmt.Errorf("the agent lists customizations only, not %T", out)
+	}
+	l.list.DeepCopyInto(target)
+	return nil
+}
