@@ -17,6 +17,7 @@ tools: ## Build the pinned local-fleet tools and controller-gen into bin/ (skipp
 build: ## Build the flotilla CLI and the flotilla-controller-manager binary into bin/
 	go build -o $(FLOTILLA) ./cmd/flotilla
 	go build -o $(BIN)/flotilla-controller-manager ./cmd/flotilla-controller-manager
+	go build -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
 
 # api/ is a Go module of its own (github.com/flotilla-dev/flotilla/api), so patterns like ./...
 # in the root module do not reach it: every go command and generator runs in it as well.
@@ -34,6 +35,9 @@ generate: tools ## Regenerate deepcopy code, CRD YAML, apply configurations, the
 
 image: ## Build the controller-manager's OCI image (amd64, arm64) with its SBOM into dist/image, without Docker
 	go run ./hack/image --out dist/image
+
+image-agent: ## Build flotilla-agent's OCI image (amd64, arm64), for Pull members, into dist/agent-image
+	go run ./hack/image --package ./cmd/flotilla-agent --out dist/agent-image
 
 krew: ## Package the CLI as the kubectl plugin (linux, darwin; amd64, arm64) with its krew manifest into dist/krew (VERSION=v0.5.0)
 	go run ./hack/krew --out dist/krew --version $(or $(VERSION),v0.0.0-dev)
@@ -82,4 +86,4 @@ bench-scale: tools build ## Print figures at scale: MEMBERS slim members, TEMPLA
 down: ## Stop the local fleet started by make demo
 	$(FLOTILLA) down
 
-.PHONY: help tools build image krew generate docs verify lint test e2e demo bench bench-scale down
+.PHONY: help tools build image image-agent krew generate docs verify lint test e2e demo bench bench-scale down

@@ -22,15 +22,16 @@ import (
 func main() {
 	out := flag.String("out", "dist/image", "OCI image layout directory to write (replaced)")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "platforms, comma-separated")
+	pkg := flag.String("package", "./cmd/flotilla-controller-manager", "the main package to put in the image (./cmd/flotilla-agent for the agent's)")
 	flag.Parse()
-	if err := run(*out, *platforms); err != nil {
+	if err := run(*out, *platforms, *pkg); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, platformList string) error {
-	o := image.Options{Package: "./cmd/flotilla-controller-manager", Dir: ".", Out: out,
+func run(out, platformList, pkg string) error {
+	o := image.Options{Package: pkg, Dir: ".", Out: out,
 		Source: "https://github.com/flotilla-dev/flotilla"}
 	for _, p := range strings.Split(platformList, ",") {
 		os, arch, ok := strings.Cut(strings.TrimSpace(p), "/")

@@ -21,8 +21,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,8 +53,11 @@ type Options struct {
 	CAFile string
 	// BootstrapToken registers the agent when its state directory holds no identity.
 	BootstrapToken string
-	// StateDir keeps the agent's key and certificate.
+	// StateDir keeps the agent's key and certificate, unless IdentitySecret is set.
 	StateDir string
+	// IdentitySecret, NAMESPACE/NAME, keeps them in a Secret of the member instead (an agent
+	// run as a Deployment).
+	IdentitySecret string
 	// HeartbeatInterval is how often the agent reports; 0 is 10 s.
 	HeartbeatInterval time.Duration
 	// MetricsAddress and HealthAddress serve metrics and /healthz, /readyz; "0" turns off.
@@ -66,8 +72,10 @@ func (o Options) Validate() error {
 		return errors.New("--cluster: give the name the member was joined under (flotilla join NAME --mode Pull)")
 	case len(o.ControlPlane) < 9 || o.ControlPlane[:8] != "https://":
 		return fmt.Errorf("--control-plane %q: give the agent endpoint as https://HOST:PORT (the controller-manager's --agent-bind-address)", o.ControlPlane)
-	case o.StateDir == "":
-		return errors.New("--state-dir: give a directory that outlives restarts for the agent's key and certificate")
+	case o.StateDir == "" && o.IdentitySecret == "":
+		return errors.New("--state-dir or --identity-secret: give a directory, or a Secret of the member, that outlives restarts for the agent's key and certificate")
+	case o.IdentitySecret != "" && !validSecretRef(o.IdentitySecret):
+		return fmt.Errorf("--identity-secret %q: give NAMESPACE/NAME of a Secret in the member, for example flotilla-system/flotilla-agent-identity", o.IdentitySecret)
 	}
 	return nil
 }
@@ -96,7 +104,16 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		o.HeartbeatInterval = 10 * time.Second
 	}
 	log := logf.FromContext(ctx).WithName("agent").WithValues("cluster", o.Cluster)
-	a := &Agent{opts: o, id: &identity{dir: o.StateDir}, view: &clusterView{name: o.Cluster}, journal: &journal{}}
+	var store identityStore = fileStore{dir: o.StateDir}
+	if o.IdentitySecret != "" {
+		kc, err := kubernetes.NewForConfig(member)
+		if err != nil {
+			return err
+		}
+		ns, name, _ := strings.Cut(o.IdentitySecret, "/")
+		store = secretStore{kube: kc, namespace: ns, name: name}
+	}
+	a := &Agent{opts: o, id: &identity{store: store}, view: &clusterView{name: o.Cluster}, journal: &journal{}}
 	roots, err := serverRoots(o.CAFile)
 	if err != nil {
 		return err
@@ -117,12 +134,12 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	a.client = &http.Client{CheckRedirect: noRedirect, Transport: &http.Transport{TLSClientConfig: withCert, Proxy: http.ProxyFromEnvironment,
 		ResponseHeaderTimeout: 30 * time.Second}}
 
-	ok, err := a.id.load(time.Now())
+	ok, err := a.id.load(ctx, time.Now())
 	if err != nil {
 		return err
 	}
 	if !ok && o.BootstrapToken == "" {
-		return fmt.Errorf("--state-dir %s holds no identity and no bootstrap token was given: give --bootstrap-token-file with the token `flotilla join %s --mode Pull` printed", o.StateDir, o.Cluster)
+		return fmt.Errorf("%s holds no identity and no bootstrap token was given: give --bootstrap-token-file with the token `flotilla join %s --mode Pull` printed", store, o.Cluster)
 	}
 	for !ok {
 		err := a.register(ctx)
@@ -182,6 +199,11 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	}
 	log.Info("Applying the cluster's Works", "controlPlane", o.ControlPlane)
 	return mgr.Start(ctx)
+}
+
+func validSecretRef(ref string) bool {
+	ns, name, ok := strings.Cut(ref, "/")
+	return ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Subdomain(name)) == 0
 }
 
 func orOff(addr string) string {

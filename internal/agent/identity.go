@@ -21,19 +21,93 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/flotilla-dev/flotilla/internal/pull"
 )
 
-// The agent's identity lives in its state directory: key.pem (made here, never sent) and
-// cert.pem (what the control plane signed for it).
+// The agent's identity is its key (made here, never sent) and the certificate the control
+// plane signed for it, kept where restarts find them: files in the state directory
+// (key.pem, cert.pem), or a Secret in the member (in a Deployment, whose pods come and go).
 const (
 	keyFile  = "key.pem"
 	certFile = "cert.pem"
 )
 
+// identityStore keeps the key and certificate; read returns nil, nil when there are none.
+type identityStore interface {
+	read(ctx context.Context) (certPEM, keyPEM []byte, err error)
+	write(ctx context.Context, certPEM, keyPEM []byte) error
+	String() string
+}
+
+// fileStore keeps them in a directory, 0600.
+type fileStore struct{ dir string }
+
+func (f fileStore) String() string { return f.dir }
+
+func (f fileStore) read(context.Context) ([]byte, []byte, error) {
+	certPEM, err := os.ReadFile(filepath.Join(f.dir, certFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(f.dir, keyFile))
+	return certPEM, keyPEM, err
+}
+
+func (f fileStore) write(_ context.Context, certPEM, keyPEM []byte) error {
+	if err := os.MkdirAll(f.dir, 0o700); err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{keyFile + ".new": keyPEM, certFile + ".new": certPEM} {
+		if err := os.WriteFile(filepath.Join(f.dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(filepath.Join(f.dir, keyFile+".new"), filepath.Join(f.dir, keyFile)); err != nil {
+		return err
+	}
+	return os.Rename(filepath.Join(f.dir, certFile+".new"), filepath.Join(f.dir, certFile))
+}
+
+// secretStore keeps them in a Secret of the member (type kubernetes.io/tls).
+type secretStore struct {
+	kube            kubernetes.Interface
+	namespace, name string
+}
+
+func (s secretStore) String() string {
+	return "Secret " + s.namespace + "/" + s.name + " in the member"
+}
+
+func (s secretStore) read(ctx context.Context) ([]byte, []byte, error) {
+	sec, err := s.kube.CoreV1().Secrets(s.namespace).Get(ctx, s.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], nil
+}
+
+func (s secretStore) write(ctx context.Context, certPEM, keyPEM []byte) error {
+	sec := applycorev1.Secret(s.name, s.namespace).WithType(corev1.SecretTypeTLS).
+		WithData(map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM})
+	_, err := s.kube.CoreV1().Secrets(s.namespace).Apply(ctx, sec, metav1.ApplyOptions{FieldManager: "flotilla-agent", Force: true})
+	return err
+}
+
 // identity is the agent's current client certificate, swapped in place on renewal.
 type identity struct {
-	dir     string
+	store   identityStore
 	current atomic.Pointer[tls.Certificate]
 }
 
@@ -47,21 +121,14 @@ func (id *identity) leaf() *x509.Certificate {
 }
 
 // load reads the saved identity; false when there is none (or it expired).
-func (id *identity) load(now time.Time) (bool, error) {
-	certPEM, err := os.ReadFile(filepath.Join(id.dir, certFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	keyPEM, err := os.ReadFile(filepath.Join(id.dir, keyFile))
-	if err != nil {
+func (id *identity) load(ctx context.Context, now time.Time) (bool, error) {
+	certPEM, keyPEM, err := id.store.read(ctx)
+	if err != nil || certPEM == nil {
 		return false, err
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w (delete it and register again with a new bootstrap token)", id.dir, err)
+		return false, fmt.Errorf("%s: %w (delete it and register again with a new bootstrap token)", id.store, err)
 	}
 	if !now.Before(c.Leaf.NotAfter) {
 		return false, nil
@@ -83,8 +150,8 @@ func newKey() (*ecdsa.PrivateKey, []byte, error) {
 	return k, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
 }
 
-// save writes key and certificate (0600, key first) and makes them current.
-func (id *identity) save(k *ecdsa.PrivateKey, certPEM []byte) error {
+// save keeps key and certificate and makes them current.
+func (id *identity) save(ctx context.Context, k *ecdsa.PrivateKey, certPEM []byte) error {
 	keyDER, err := x509.MarshalECPrivateKey(k)
 	if err != nil {
 		return err
@@ -94,19 +161,8 @@ func (id *identity) save(k *ecdsa.PrivateKey, certPEM []byte) error {
 	if err != nil {
 		return fmt.Errorf("the control plane's certificate does not match the agent's key: %w", err)
 	}
-	if err := os.MkdirAll(id.dir, 0o700); err != nil {
-		return err
-	}
-	for name, data := range map[string][]byte{keyFile + ".new": keyPEM, certFile + ".new": certPEM} {
-		if err := os.WriteFile(filepath.Join(id.dir, name), data, 0o600); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(filepath.Join(id.dir, keyFile+".new"), filepath.Join(id.dir, keyFile)); err != nil {
-		return err
-	}
-	if err := os.Rename(filepath.Join(id.dir, certFile+".new"), filepath.Join(id.dir, certFile)); err != nil {
-		return err
+	if err := id.store.write(ctx, certPEM, keyPEM); err != nil {
+		return fmt.Errorf("keeping the agent's identity in %s: %w", id.store, err)
 	}
 	id.current.Store(&c)
 	return nil
@@ -122,7 +178,7 @@ func (a *Agent) register(ctx context.Context) error {
 	if err := a.post(ctx, a.anonymous, pull.RegisterPath, pull.RegisterRequest{Cluster: a.opts.Cluster, Token: a.opts.BootstrapToken, CSR: string(csr)}, &resp); err != nil {
 		return fmt.Errorf("registering cluster %s: %w", a.opts.Cluster, err)
 	}
-	return a.id.save(k, []byte(resp.Certificate))
+	return a.id.save(ctx, k, []byte(resp.Certificate))
 }
 
 // renew trades the current certificate for one to a new key.
@@ -135,7 +191,7 @@ func (a *Agent) renew(ctx context.Context) error {
 	if err := a.post(ctx, a.client, pull.RenewPath, pull.RenewRequest{CSR: string(csr)}, &resp); err != nil {
 		return err
 	}
-	return a.id.save(k, []byte(resp.Certificate))
+	return a.id.save(ctx, k, []byte(resp.Certificate))
 }
 
 // post sends v as JSON and decodes the answer into out; a refusal is an error with the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +21,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/agent"
+	"github.com/flotilla-dev/flotilla/internal/install"
 	"github.com/flotilla-dev/flotilla/internal/pull"
 	"github.com/flotilla-dev/flotilla/internal/registration"
 )
@@ -29,6 +32,7 @@ func newJoinCommand(g *globals) *cobra.Command {
 	var memberKubeconfig, credentials, mode string
 	var labels []string
 	var bootstrapTTL time.Duration
+	var manifest agentManifestFlags
 	cmd := &cobra.Command{
 		Use:   "join NAME --member-kubeconfig FILE | join NAME --mode Pull",
 		Short: "Register a member cluster: create Flotilla's identity in it, then store a token of that identity and the Cluster",
@@ -68,7 +72,7 @@ names this cluster only, and from then on pulls and applies the cluster's Works.
 				if memberKubeconfig != "" || o.Context != "" {
 					return usageError(cmd, fmt.Errorf("--member-kubeconfig and --member-context are for Push members: the control plane holds no credentials to a Pull member (its agent dials in)"))
 				}
-				return joinPull(cmd, g, o, labels, bootstrapTTL)
+				return joinPull(cmd, g, o, labels, bootstrapTTL, manifest)
 			default:
 				return usageError(cmd, fmt.Errorf("--mode %q: use Push (the control plane applies to the member) or Pull (an agent in the member dials in)", mode))
 			}
@@ -118,14 +122,37 @@ names this cluster only, and from then on pulls and applies the cluster's Works.
 	fs.BoolVar(&o.DryRun, "dry-run", false, "print what would be created in the member and the control plane; write nothing")
 	fs.StringVar(&mode, "mode", string(clusterv1alpha1.SyncModePush), "Push (the control plane reaches the member with the kubeconfig given) or Pull (an agent in the member dials in; prints its bootstrap token)")
 	fs.DurationVar(&bootstrapTTL, "bootstrap-token-ttl", pull.DefaultTokenTTL, "with --mode Pull: how long the printed token can register the agent (once)")
+	fs.BoolVar(&manifest.print, "agent-manifest", false, "with --mode Pull: print, instead of the token alone, the YAML that runs the agent in the member (namespace, rights, token, Deployment) to kubectl apply there")
+	fs.StringVar(&manifest.controlPlane, "control-plane-url", "", "with --agent-manifest: the agent endpoint as the member reaches it, https://HOST:PORT")
+	fs.StringVar(&manifest.caFile, "agent-ca-file", "", "with --agent-manifest: CA of the agent endpoint's serving certificate (default: the image's system roots)")
+	fs.StringVar(&manifest.image, "agent-image", strings.Replace(install.DefaultImage(install.Version()), install.ImageRepository, agent.ImageRepository, 1), "with --agent-manifest: the agent's image")
 	fs.StringSliceVar(&o.AllowExecPlugins, "allow-exec-plugin", nil, "exec credential plugin (command name) the kubeconfig may use; refused by default, since it runs on the controller-manager's host (the controller-manager needs the same --allow-exec-plugin)")
 	return cmd
 }
 
-// joinPull writes a Pull Cluster and prints its bootstrap token alone on stdout.
-func joinPull(cmd *cobra.Command, g *globals, o registration.JoinOptions, labels []string, ttl time.Duration) error {
+// agentManifestFlags ask join --mode Pull for the member's agent YAML.
+type agentManifestFlags struct {
+	print                       bool
+	controlPlane, caFile, image string
+}
+
+// joinPull writes a Pull Cluster and prints its bootstrap token alone on stdout, or the YAML
+// that runs its agent.
+func joinPull(cmd *cobra.Command, g *globals, o registration.JoinOptions, labels []string, ttl time.Duration, m agentManifestFlags) error {
 	if o.DryRun {
 		return usageError(cmd, fmt.Errorf("--dry-run is for Push members: --mode Pull writes only the Cluster and a token"))
+	}
+	var caPEM []byte
+	if m.print {
+		if !strings.HasPrefix(m.controlPlane, "https://") {
+			return usageError(cmd, fmt.Errorf("--control-plane-url %q: give the agent endpoint as the member reaches it, https://HOST:PORT", m.controlPlane))
+		}
+		if m.caFile != "" {
+			var err error
+			if caPEM, err = os.ReadFile(m.caFile); err != nil {
+				return usageError(cmd, fmt.Errorf("--agent-ca-file: %w", err))
+			}
+		}
 	}
 	l, err := parseLabels(labels)
 	if err != nil {
@@ -138,6 +165,16 @@ func joinPull(cmd *cobra.Command, g *globals, o registration.JoinOptions, labels
 	cl, tok, expires, err := registration.JoinPull(cmd.Context(), c, registration.PullJoinOptions{Name: o.Name, Labels: l,
 		Description: o.Description, ShortName: o.ShortName, Environment: o.Environment, Overwrite: o.Overwrite, TokenTTL: ttl})
 	if err != nil {
+		return err
+	}
+	if m.print {
+		yaml, err := agent.Manifest(agent.ManifestOptions{Cluster: cl.Name, ControlPlane: m.controlPlane, Token: tok.String(), Image: m.image, CAPEM: caPEM})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(g.streams.ErrOut, "cluster/%s joined in Pull mode. The YAML on stdout runs its agent: apply it in the member before %s (its token registers once).\n",
+			cl.Name, expires.Format(time.RFC3339))
+		_, err = g.streams.Out.Write(yaml)
 		return err
 	}
 	fmt.Fprintf(g.streams.ErrOut, `cluster/%s joined in Pull mode. Its bootstrap token (on stdout) registers one agent once, until %s.
