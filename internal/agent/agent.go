@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -39,6 +40,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
+	"github.com/flotilla-dev/flotilla/internal/pull"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
@@ -114,6 +116,10 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		store = secretStore{kube: kc, namespace: ns, name: name}
 	}
 	a := &Agent{opts: o, id: &identity{store: store}, view: &clusterView{name: o.Cluster}, journal: &journal{}}
+	a.view.ask = func(ctx context.Context) (pull.HeartbeatResponse, error) {
+		var resp pull.HeartbeatResponse
+		return resp, a.get(ctx, pull.ClusterPath, &resp)
+	}
 	roots, err := serverRoots(o.CAFile)
 	if err != nil {
 		return err
@@ -250,12 +256,38 @@ func (c ownCluster) Leader() (string, string, bool) {
 }
 func (c ownCluster) Watch() <-chan struct{} { return nil }
 
-// clusterView serves the executor the agent's own Cluster as the control plane last described
-// it (a Pull cluster, being deleted or not), and passes everything else to the member.
+// clusterView serves the executor the agent's own Cluster as the control plane describes it
+// (a Pull cluster, being deleted or not), and passes everything else to the member. The
+// executor asks before it removes a deleted Work's objects: the answer is read from the
+// control plane then (at most every 2 s), since an unjoined cluster's policy (Orphan by
+// default) wins over the Work's and its Works are deleted right after it is.
 type clusterView struct {
 	client.Client
 	name     string
 	deleting atomicPolicy
+	// ask reads the control plane's answer; nil or failing, the last heartbeat's stands.
+	ask func(context.Context) (pull.HeartbeatResponse, error)
+
+	mu    sync.Mutex
+	asked time.Time
+}
+
+func (v *clusterView) refresh(ctx context.Context) {
+	if v.ask == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if time.Since(v.asked) < 2*time.Second {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if resp, err := v.ask(ctx); err == nil {
+		v.deleting.store(resp.DeletionPolicy, resp.Deleting)
+	}
+	v.asked = time.Now() // disconnected, asked again at most every 2 s
+
 }
 
 func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -266,6 +298,7 @@ func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.
 	if key.Name != v.name {
 		return fmt.Errorf("the agent of cluster %s knows no cluster %s", v.name, key.Name)
 	}
+	v.refresh(ctx)
 	*cl = clusterv1alpha1.Cluster{}
 	cl.Name = v.name
 	cl.Spec.SyncMode = clusterv1alpha1.SyncModePull

@@ -2,10 +2,7 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,21 +18,8 @@ import (
 // in force in reg, as the controller-manager's do (a version that does not compile keeps the
 // last one that did); those no longer there are removed.
 func (a *Agent) loadCustomizations(ctx context.Context, reg *interpret.Registry, loaded map[string]bool) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.opts.ControlPlane+pull.CustomizationsPath, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &refusal{status: resp.StatusCode, msg: string(msg)}
-	}
 	list := &configv1alpha1.ResourceInterpreterCustomizationList{}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(list); err != nil {
+	if err := a.get(ctx, pull.CustomizationsPath, list); err != nil {
 		return fmt.Errorf("reading the customizations: %w", err)
 	}
 	if err := customization.Load(ctx, listed{list}, reg); err != nil {

@@ -218,6 +218,24 @@ func (a *Agent) post(ctx context.Context, hc *http.Client, path string, v, out a
 	return json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out)
 }
 
+// get reads path's JSON answer into out with the agent's certificate.
+func (a *Agent) get(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.opts.ControlPlane+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return &refusal{status: resp.StatusCode, msg: strings.TrimSpace(string(msg))}
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out)
+}
+
 // refusal is the control plane's answer other than 200.
 type refusal struct {
 	status int

@@ -1044,6 +1044,9 @@ func (e *Executor) connecting(ctx context.Context, name string) bool {
 
 // pullCluster says whether cluster is a Pull member, and whether it is Ready.
 func (e *Executor) pullCluster(ctx context.Context, name string) (pull, ready bool) {
+	if e.Agent {
+		return true, true // an agent holds its own cluster's Works only
+	}
 	cl := &clusterv1alpha1.Cluster{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
 		return e.Agent, false // the agent's own cluster; a Push cluster being removed

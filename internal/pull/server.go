@@ -60,6 +60,9 @@ const (
 	// CustomizationsPath serves the platform's ResourceInterpreterCustomizations (Lua), so an
 	// agent judges and retains custom kinds as the controller-manager does.
 	CustomizationsPath = "/agents/v1alpha1/customizations"
+	// ClusterPath answers what a heartbeat answers, without one: an agent about to remove a
+	// deleted Work's objects asks whether its cluster is being unjoined (its policy wins).
+	ClusterPath = "/agents/v1alpha1/cluster"
 	// maxRequestBytes bounds a registration or heartbeat body (discovery of a member with many
 	// CRDs fits well within it).
 	maxRequestBytes = 4 << 20
@@ -161,6 +164,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(RegisterPath, s.register)
 	mux.Handle(RenewPath, s.agentOnly(s.renew))
 	mux.Handle(HeartbeatPath, s.agentOnly(s.heartbeat))
+	mux.Handle(ClusterPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
+		_, version, _ := s.customizations(r.Context())
+		reply(w, HeartbeatResponse{Deleting: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy, Customizations: version})
+	}))
 	mux.Handle(CustomizationsPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, _ *clusterv1alpha1.Cluster) {
 		list, _, err := s.customizations(r.Context())
 		if err != nil {
