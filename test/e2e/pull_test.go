@@ -36,6 +36,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/registration"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
@@ -279,6 +280,11 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 	g.Expect(image(hub)).To(gomega.Equal("registry.example/web:3"))
 	g.Expect(image(edge2)).To(gomega.Equal("registry.example/web:3"))
 	g.Expect(hubGeneration()).To(gomega.Equal(before4), "a later wave changed")
+
+	// Unjoining a Pull member drains its Works through its agent and leaves its workload running
+	// (deletionPolicy Orphan, the default), though the Works' own rule is to delete.
+	g.Expect(registration.Unjoin(ctx, cp, edge2, registration.UnjoinOptions{Wait: 2 * time.Minute})).To(gomega.Succeed())
+	g.Expect(image(edge2)).To(gomega.Equal("registry.example/web:3"), "unjoining the Pull member removed its workload")
 }
 
 func cpConfig(t *testing.T, lf *localfleet.LocalFleet) *rest.Config {
