@@ -2,7 +2,8 @@
 //
 //   - no controller package imports another: a package that declares a Reconcile or
 //     SetupWithManager method is a controller, and only the wiring packages (the manager, the
-//     CLI, the bench and the demo) may import one; shared vocabulary lives in packages below;
+//     agent, the CLI, the bench and the demo) may import one; shared vocabulary lives in
+//     packages below;
 //   - every Reconcile is shorter than 100 lines: a longer one gets split into phase functions.
 //
 // It prints every breach with its place and exits 1 when there is one.
@@ -27,9 +28,11 @@ const (
 	reconcileName = "Reconcile"
 )
 
-// wiring may import controllers: they build the manager and the commands around them.
+// wiring may import controllers: they build the manager, the agent (the executor run in a
+// Pull member) and the commands around them.
 var wiring = map[string]bool{
 	"internal/manager": true,
+	"internal/agent":   true,
 	"internal/cli":     true,
 	"internal/bench":   true,
 	"internal/demo":    true,
