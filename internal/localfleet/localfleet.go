@@ -98,12 +98,12 @@ type state struct {
 func (f *LocalFleet) ManagerSettings() []string { return f.state.ManagerArgs }
 
 type ports struct {
-	EtcdClient     int            `json:"etcdClient"`
-	EtcdPeer       int            `json:"etcdPeer"`
-	ControlPlane   int            `json:"controlPlane"`
-	ManagerMetrics int            `json:"managerMetrics"`
-	ManagerHealth  int            `json:"managerHealth"`
-	Inventory      int            `json:"inventory,omitempty"`
+	EtcdClient     int `json:"etcdClient"`
+	EtcdPeer       int `json:"etcdPeer"`
+	ControlPlane   int `json:"controlPlane"`
+	ManagerMetrics int `json:"managerMetrics"`
+	ManagerHealth  int `json:"managerHealth"`
+	Inventory      int `json:"inventory,omitempty"`
 	// Agent is the manager's agent endpoint, where Pull members' agents dial in.
 	Agent   int            `json:"agent,omitempty"`
 	Members map[string]int `json:"members"`

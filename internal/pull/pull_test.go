@@ -42,7 +42,9 @@ type secretStore struct{ c client.Client }
 func (s secretStore) Get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	return s.c.Get(ctx, key, obj)
 }
-func (s secretStore) Create(ctx context.Context, obj client.Object) error { return s.c.Create(ctx, obj) }
+func (s secretStore) Create(ctx context.Context, obj client.Object) error {
+	return s.c.Create(ctx, obj)
+}
 
 type endpoint struct {
 	url     string
