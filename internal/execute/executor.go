@@ -535,7 +535,7 @@ func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m work
 	}
 	ma.mapping, ma.ri = mapping, r.member.Dynamic.Resource(mapping.Resource).Namespace(ma.obj.GetNamespace())
 	unchanged := r.unchanged
-	if !unchanged && !r.w.Spec.Suspend && e.appliedBefore(r.cluster, ma) {
+	if !unchanged && !r.w.Spec.Suspend && e.appliedBefore(ctx, r.cluster, ma) {
 		// Applied from this very manifest by an earlier process: looked at as an unchanged
 		// manifest is, so only drift is written.
 		unchanged = true
@@ -570,18 +570,29 @@ func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m work
 // after a restart (or when a shard of clusters moves to another replica) the member object's
 // ManifestHashAnnotation says what it was last applied from. Once this process applied the
 // object its own record decides, as the informer's copy may lag behind that apply.
-func (e *Executor) appliedBefore(cluster string, ma *manifestApply) bool {
+func (e *Executor) appliedBefore(ctx context.Context, cluster string, ma *manifestApply) bool {
 	res := ma.mapping.Resource
 	if _, applied := e.appliedGenerations.Load(memberObjectKey(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())); applied {
 		return false
 	}
-	if !e.Members.WaitObjectsSynced(cluster, res, 2*time.Second) {
+	if e.Members.WaitObjectsSynced(cluster, res, 2*time.Second) {
+		// The informer holds Flotilla's objects only (labelled), and the hash covers the
+		// Work's name in the manifest: the object is this Work's.
+		cached, ok := e.Members.CachedObject(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())
+		return ok && cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] == ma.hash
+	}
+	// The informer has not listed yet (a busy member just after a restart): a read from the
+	// member costs less than a write. Its drift is looked at once the informer's events
+	// bring the Work back.
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	live, err := ma.ri.Get(cctx, ma.obj.GetName(), metav1.GetOptions{})
+	cancel()
+	if err != nil || live.GetLabels()[workv1alpha1.ManagedByLabel] != workv1alpha1.ManagedByValue ||
+		live.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] != ma.hash {
 		return false
 	}
-	// The informer holds Flotilla's objects only (labelled), and the hash covers the Work's
-	// name in the manifest: the object is this Work's.
-	cached, ok := e.Members.CachedObject(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())
-	return ok && cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] == ma.hash
+	ma.live = live
+	return true
 }
 
 // checkLive looks at the member's object of an unchanged manifest: deleted by hand (put back,
