@@ -43,7 +43,7 @@ func TestReleaseWaves(t *testing.T) {
 
 // Options out of range are refused, naming the flag.
 func TestScaleOptionsValidate(t *testing.T) {
-	ok := ScaleOptions{Members: 5, Templates: 50, LatencySamples: 10, Lose: 2, FailoverReplicas: 2, Bake: time.Second, Idle: 10 * time.Second}
+	ok := ScaleOptions{Members: 5, Templates: 50, LatencySamples: 10, Lose: 2, FailoverReplicas: 2, Bake: time.Second, Idle: 10 * time.Second, Skip: []string{"ceiling", "failover"}}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid options refused: %v", err)
 	}
@@ -59,6 +59,7 @@ func TestScaleOptionsValidate(t *testing.T) {
 		{func(o *ScaleOptions) { o.FailoverReplicas = 0 }, "--failover-replicas 0"},
 		{func(o *ScaleOptions) { o.Bake = -time.Second }, "--bake -1s"},
 		{func(o *ScaleOptions) { o.Idle = time.Millisecond }, "--idle 1ms: give at least 1s"},
+		{func(o *ScaleOptions) { o.Skip = []string{"release", "restart"} }, "--skip restart: give one of ceiling, release, failover"},
 	} {
 		o := ok
 		tt.change(&o)

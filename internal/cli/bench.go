@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -366,6 +367,7 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 	f.IntVar(&o.FailoverReplicas, "failover-replicas", o.FailoverReplicas, "replicas per member of the Deployment divided over the members for failover")
 	f.DurationVar(&o.Bake, "bake", o.Bake, "bakeTime gate of each release wave")
 	f.DurationVar(&o.Idle, "idle", o.Idle, "how long the manager's idle CPU is measured, before and after the bulk run")
+	f.StringSliceVar(&o.Skip, "skip", nil, "phases left out, comma-separated: "+strings.Join(bench.ScalePhases, ", "))
 	f.DurationVar(&grace, "grace-period", 10*time.Second, "the controller-manager's --failover-grace-period")
 	f.StringArrayVar(&managerArgs, "manager-arg", nil, "a flag for the controller-manager under test, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060; repeatable")
 	return cmd

@@ -107,6 +107,7 @@ func (e *Executor) checkDrift(key types.NamespacedName, cluster string, gvr sche
 		return nil, nil
 	}
 	desired := obj.DeepCopy()
+	asRecorded(desired, live)
 	if err := e.Interpreters.For(obj.GroupVersionKind()).Retain(desired, live); err != nil {
 		return nil, &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cluster, err)}
 	}
@@ -135,6 +136,7 @@ func (e *Executor) confirmDrift(ctx context.Context, key types.NamespacedName, c
 		return fields, false, nil
 	}
 	desired := obj.DeepCopy()
+	asRecorded(desired, live)
 	retainScaledReplicas(live, desired)
 	if err := e.Interpreters.For(obj.GroupVersionKind()).Retain(desired, live); err != nil {
 		return nil, false, &retainError{fmt.Errorf("retaining member-side fields of %s %s/%s in cluster %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cluster, err)}
@@ -150,6 +152,23 @@ func (e *Executor) confirmDrift(ctx context.Context, key types.NamespacedName, c
 	}
 	e.verdicts.Store(vk, verdictReal+sig)
 	return fields, true, nil
+}
+
+// asRecorded gives desired the live object's record of the manifest it was applied from
+// (ManifestHashAnnotation), or none when it has none: the record is never drift. An object
+// applied before Flotilla kept the record gets it at its next apply, not as a correction.
+func asRecorded(desired, live *unstructured.Unstructured) {
+	annotations := desired.GetAnnotations()
+	v, ok := live.GetAnnotations()[workv1alpha1.ManifestHashAnnotation]
+	switch {
+	case ok && annotations == nil:
+		annotations = map[string]string{workv1alpha1.ManifestHashAnnotation: v}
+	case ok:
+		annotations[workv1alpha1.ManifestHashAnnotation] = v
+	default:
+		delete(annotations, workv1alpha1.ManifestHashAnnotation)
+	}
+	desired.SetAnnotations(annotations)
 }
 
 // reportDeletion remembers that an object deleted by hand was reported (driftCorrection mode

@@ -4,7 +4,10 @@
 // status. Every member call goes through the clustercache; objects are written with
 // server-side apply and the field manager `flotilla`. A Work whose manifests hash to what was
 // last applied is not applied again; the member objects are watched (only those Flotilla
-// manages) and their status flows back into the Work's status.
+// manages) and their status flows back into the Work's status. What this process applied is
+// remembered in memory only, so each member object also records the hash of the manifest it
+// was applied from (an annotation): a restarted process writes an object again only when its
+// manifest or the object changed.
 //
 // An existing member object that Flotilla does not manage is left untouched under Abort (the
 // Work says so) and adopted under Overwrite; adoption applies the same spec, so nothing
@@ -459,6 +462,8 @@ type manifestApply struct {
 	live, before *unstructured.Unstructured
 	drifted      []driftField
 	needApply    bool
+	// hash is the manifest's, recorded on the member object (ManifestHashAnnotation).
+	hash string
 	// unwatched: the member's object lost Flotilla's label, so no event tells of its changes.
 	unwatched bool
 }
@@ -523,6 +528,13 @@ func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m work
 		return fmt.Errorf("manifests[%d]: %w", i, err)
 	}
 	ma.gvk = ma.obj.GroupVersionKind()
+	ma.hash = kube.ManifestHash(m.Raw)
+	annotations := ma.obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[workv1alpha1.ManifestHashAnnotation] = ma.hash
+	ma.obj.SetAnnotations(annotations)
 	mapping, err := e.Members.RESTMapping(r.cluster, ma.gvk)
 	if err != nil {
 		return err
@@ -531,8 +543,14 @@ func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m work
 		return err
 	}
 	ma.mapping, ma.ri = mapping, r.member.Dynamic.Resource(mapping.Resource).Namespace(ma.obj.GetNamespace())
-	ma.needApply = !r.unchanged && !r.w.Spec.Suspend
-	if r.unchanged && !r.w.Spec.Suspend && e.Members.WaitObjectsSynced(r.cluster, mapping.Resource, 2*time.Second) {
+	unchanged := r.unchanged
+	if !unchanged && !r.w.Spec.Suspend && e.appliedBefore(ctx, r.cluster, ma) {
+		// Applied from this very manifest by an earlier process: looked at as an unchanged
+		// manifest is, so only drift is written.
+		unchanged = true
+	}
+	ma.needApply = !unchanged && !r.w.Spec.Suspend
+	if unchanged && !r.w.Spec.Suspend && e.Members.WaitObjectsSynced(r.cluster, mapping.Resource, 2*time.Second) {
 		if err := e.checkLive(ctx, r, ma); err != nil {
 			return err
 		}
@@ -554,6 +572,36 @@ func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m work
 	}
 	r.objects = append(r.objects, e.observe(r, ma, i == len(r.w.Spec.Manifests)-1))
 	return nil
+}
+
+// appliedBefore says whether the member object holds the manifest already though this process
+// never applied it: a controller-manager keeps its record of what it applied in memory, so
+// after a restart (or when a shard of clusters moves to another replica) the member object's
+// ManifestHashAnnotation says what it was last applied from. Once this process applied the
+// object its own record decides, as the informer's copy may lag behind that apply.
+func (e *Executor) appliedBefore(ctx context.Context, cluster string, ma *manifestApply) bool {
+	res := ma.mapping.Resource
+	if _, applied := e.appliedGenerations.Load(memberObjectKey(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())); applied {
+		return false
+	}
+	if e.Members.WaitObjectsSynced(cluster, res, 2*time.Second) {
+		// The informer holds Flotilla's objects only (labelled), and the hash covers the
+		// Work's name in the manifest: the object is this Work's.
+		cached, ok := e.Members.CachedObject(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())
+		return ok && cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] == ma.hash
+	}
+	// The informer has not listed yet (a busy member just after a restart): a read from the
+	// member costs less than a write. Its drift is looked at once the informer's events
+	// bring the Work back.
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	live, err := ma.ri.Get(cctx, ma.obj.GetName(), metav1.GetOptions{})
+	cancel()
+	if err != nil || live.GetLabels()[workv1alpha1.ManagedByLabel] != workv1alpha1.ManagedByValue ||
+		live.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] != ma.hash {
+		return false
+	}
+	ma.live = live
+	return true
 }
 
 // checkLive looks at the member's object of an unchanged manifest: deleted by hand (put back,
@@ -926,6 +974,7 @@ func release(ctx context.Context, ri dynamic.ResourceInterface, live *unstructur
 	delete(labels, workv1alpha1.ManagedByLabel)
 	delete(annotations, workv1alpha1.WorkNamespaceAnnotation)
 	delete(annotations, workv1alpha1.WorkNameAnnotation)
+	delete(annotations, workv1alpha1.ManifestHashAnnotation)
 	patch := []map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
 		{"op": "replace", "path": "/metadata/managedFields", "value": kept},

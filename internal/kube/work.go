@@ -62,3 +62,10 @@ func ManifestsHash(w *workv1alpha1.Work) string {
 	h.Write([]byte(w.Spec.ConflictResolution))
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// ManifestHash is what a member object's ManifestHashAnnotation says once it was applied from
+// the manifest raw.
+func ManifestHash(raw []byte) string {
+	h := sha256.Sum256(raw)
+	return hex.EncodeToString(h[:])
+}

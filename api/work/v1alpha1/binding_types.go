@@ -107,6 +107,10 @@ const (
 	// WorkNamespaceAnnotation and WorkNameAnnotation name the Work a member object came from.
 	WorkNamespaceAnnotation = "work.flotilla.dev/work-namespace"
 	WorkNameAnnotation      = "work.flotilla.dev/work-name"
+	// ManifestHashAnnotation on a member object is the hash of the Work manifest it was last
+	// applied from: a controller-manager that has no record of its own applies (just
+	// restarted) does not apply an object that already holds its manifest.
+	ManifestHashAnnotation = "work.flotilla.dev/manifest-hash"
 	// BindingLabel on a Work names its binding as namespace.name.
 	BindingNamespaceLabel = "work.flotilla.dev/binding-namespace"
 	BindingNameLabel      = "work.flotilla.dev/binding-name"
