@@ -40,7 +40,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
-	"github.com/flotilla-dev/flotilla/internal/pull"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
@@ -95,6 +94,7 @@ type Agent struct {
 	interpreters          *interpret.Registry
 	customizations        map[string]bool
 	customizationsVersion string
+	customizationsMu      sync.Mutex
 }
 
 // Run registers when needed and then applies the cluster's Works until ctx ends.
@@ -116,10 +116,6 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		store = secretStore{kube: kc, namespace: ns, name: name}
 	}
 	a := &Agent{opts: o, id: &identity{store: store}, view: &clusterView{name: o.Cluster}, journal: &journal{}}
-	a.view.ask = func(ctx context.Context) (pull.HeartbeatResponse, error) {
-		var resp pull.HeartbeatResponse
-		return resp, a.get(ctx, pull.ClusterPath, &resp)
-	}
 	roots, err := serverRoots(o.CAFile)
 	if err != nil {
 		return err
@@ -153,8 +149,7 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 			log.Info("Registered with the control plane", "certificateNotAfter", a.id.leaf().NotAfter)
 			break
 		}
-		var r *refusal
-		if errors.As(err, &r) || ctx.Err() != nil {
+		if final(err) || ctx.Err() != nil {
 			return err // a refused token stays refused
 		}
 		log.Info("The control plane is not reachable yet; registering again in 10s", "error", err.Error())
@@ -188,16 +183,28 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	a.interpreters, a.customizations = interpret.NewRegistry(luavm.Limits{}), map[string]bool{}
 	// Customized kinds are judged by their customization from the first Work on, when the
 	// control plane answers now; else from the first heartbeat that gets through.
-	if err := a.loadCustomizations(ctx, a.interpreters, a.customizations); err != nil {
-		log.Info("Reading the platform's customizations failed; retrying with the heartbeats", "error", err.Error())
-	}
+	customized := a.loadCustomizations(ctx, a.interpreters, a.customizations) == nil
 	if err := (&execute.Executor{Client: mirror.Client(a.view), Works: mirror, Members: members,
 		Interpreters: a.interpreters, Agent: true, EveryReplica: true, Recorder: a.journal,
 		DriftCheckInterval: execute.DefaultDriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}
 	upstream := &worksync.Remote{Base: o.ControlPlane, Client: a.client}
-	if err := mgr.Add(&worksync.Runner{Ring: ownCluster(o.Cluster), Mirror: mirror, Fixed: upstream}); err != nil {
+	runner := &worksync.Runner{Ring: ownCluster(o.Cluster), Mirror: mirror, Fixed: upstream}
+	// No Work is applied before the platform's customizations are in force: a custom kind's
+	// Retain (fields the member owns) must hold from the first apply.
+	if err := mgr.Add(kube.Runnable(func(ctx context.Context) error {
+		for !customized {
+			log.Info("Waiting for the platform's customizations before applying Works; retrying in 10s")
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(10 * time.Second):
+			}
+			customized = a.loadCustomizations(ctx, a.interpreters, a.customizations) == nil
+		}
+		return runner.Start(ctx)
+	}, false)); err != nil {
 		return err
 	}
 	if err := mgr.Add(kube.Runnable(func(ctx context.Context) error { a.heartbeats(ctx, members); return nil }, false)); err != nil {
@@ -205,6 +212,13 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	}
 	log.Info("Applying the cluster's Works", "controlPlane", o.ControlPlane)
 	return mgr.Start(ctx)
+}
+
+// final says whether a refusal will not change by asking again (a bad, used or expired token,
+// or a cluster that is not a Pull member); anything else is retried.
+func final(err error) bool {
+	var r *refusal
+	return errors.As(err, &r) && (r.status == http.StatusBadRequest || r.status == http.StatusUnauthorized || r.status == http.StatusForbidden)
 }
 
 func validSecretRef(ref string) bool {
@@ -256,38 +270,12 @@ func (c ownCluster) Leader() (string, string, bool) {
 }
 func (c ownCluster) Watch() <-chan struct{} { return nil }
 
-// clusterView serves the executor the agent's own Cluster as the control plane describes it
-// (a Pull cluster, being deleted or not), and passes everything else to the member. The
-// executor asks before it removes a deleted Work's objects: the answer is read from the
-// control plane then (at most every 2 s), since an unjoined cluster's policy (Orphan by
-// default) wins over the Work's and its Works are deleted right after it is.
+// clusterView serves the executor the agent's own Cluster (a Pull cluster) and passes
+// everything else to the member. An unjoin is not read from it: the cluster controller puts
+// the cluster's deletionPolicy on each Work it deletes (names.UnjoinPolicyAnnotation).
 type clusterView struct {
 	client.Client
-	name     string
-	deleting atomicPolicy
-	// ask reads the control plane's answer; nil or failing, the last heartbeat's stands.
-	ask func(context.Context) (pull.HeartbeatResponse, error)
-
-	mu    sync.Mutex
-	asked time.Time
-}
-
-func (v *clusterView) refresh(ctx context.Context) {
-	if v.ask == nil {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if time.Since(v.asked) < 2*time.Second {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if resp, err := v.ask(ctx); err == nil {
-		v.deleting.store(resp.DeletionPolicy, resp.Deleting)
-	}
-	v.asked = time.Now() // disconnected, asked again at most every 2 s
-
+	name string
 }
 
 func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -298,14 +286,8 @@ func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.
 	if key.Name != v.name {
 		return fmt.Errorf("the agent of cluster %s knows no cluster %s", v.name, key.Name)
 	}
-	v.refresh(ctx)
 	*cl = clusterv1alpha1.Cluster{}
 	cl.Name = v.name
 	cl.Spec.SyncMode = clusterv1alpha1.SyncModePull
-	if policy, deleting := v.deleting.load(); deleting {
-		cl.Spec.DeletionPolicy = policy
-		now := metaNow()
-		cl.DeletionTimestamp = &now
-	}
 	return nil
 }

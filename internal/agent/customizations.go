@@ -18,6 +18,8 @@ import (
 // in force in reg, as the controller-manager's do (a version that does not compile keeps the
 // last one that did); those no longer there are removed.
 func (a *Agent) loadCustomizations(ctx context.Context, reg *interpret.Registry, loaded map[string]bool) error {
+	a.customizationsMu.Lock()
+	defer a.customizationsMu.Unlock()
 	list := &configv1alpha1.ResourceInterpreterCustomizationList{}
 	if err := a.get(ctx, pull.CustomizationsPath, list); err != nil {
 		return fmt.Errorf("reading the customizations: %w", err)

@@ -2,10 +2,8 @@ package agent
 
 import (
 	"context"
-	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -14,13 +12,14 @@ import (
 )
 
 // heartbeats reports the member's health every interval, takes the control plane's answer
-// (an unjoined cluster's deletion policy) and renews the certificate at two thirds of its
-// life. A control plane that does not answer is logged once per outage, not per beat.
+// (how many events it took, the customizations' version) and renews the certificate at two
+// thirds of its life. A control plane that does not answer, or refuses, is logged once per
+// outage, not per beat.
 func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
 	log := logf.FromContext(ctx).WithName("agent")
 	t := time.NewTicker(a.opts.HeartbeatInterval)
 	defer t.Stop()
-	connected := true
+	connected, refused := true, false
 	var sentAPIs []clusterv1alpha1.APIEnablement
 	for {
 		h, _ := members.Health(a.opts.Cluster)
@@ -41,25 +40,31 @@ func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
 			if !connected {
 				log.Info("The control plane answers again")
 			}
-			connected = true
-			a.journal.delivered(len(hb.Events), hb.EventsDropped)
+			connected, refused = true, false
+			if resp.EventsTaken > 0 {
+				a.journal.delivered(min(resp.EventsTaken, len(hb.Events)), hb.EventsDropped)
+			}
 			if hb.APIEnablements != nil {
 				sentAPIs = hb.APIEnablements
 			}
-			a.view.deleting.store(resp.DeletionPolicy, resp.Deleting)
 			if resp.Customizations != a.customizationsVersion {
-				if err := a.loadCustomizations(ctx, a.interpreters, a.customizations); err != nil {
+				loadCtx, cancel := context.WithTimeout(ctx, time.Minute)
+				err := a.loadCustomizations(loadCtx, a.interpreters, a.customizations)
+				cancel()
+				if err != nil {
 					log.Error(err, "Reading the platform's customizations")
 				} else {
 					a.customizationsVersion = resp.Customizations
-					log.Info("Customizations in force", "count", len(a.customizations))
+					log.Info("Customizations in force", "version", resp.Customizations)
 				}
 			}
 		case ctx.Err() != nil:
 			return
 		case revoked(err):
-			log.Error(err, "The control plane refuses this agent; it keeps the last Works applied")
-			connected = false
+			if !refused {
+				log.Error(err, "The control plane refuses this agent; it keeps the last Works applied")
+			}
+			connected, refused = false, true
 		default:
 			if connected {
 				log.Info("The control plane does not answer; the agent keeps the last Works applied", "error", err.Error())
@@ -67,7 +72,10 @@ func (a *Agent) heartbeats(ctx context.Context, members *clustercache.Cache) {
 			connected = false
 		}
 		if leaf := a.id.leaf(); connected && leaf != nil && time.Until(leaf.NotAfter) < leaf.NotAfter.Sub(leaf.NotBefore)/3 {
-			if err := a.renew(ctx); err != nil {
+			renewCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := a.renew(renewCtx)
+			cancel()
+			if err != nil {
 				log.Error(err, "Renewing the agent's certificate", "notAfter", leaf.NotAfter)
 			} else {
 				log.Info("Renewed the agent's certificate", "notAfter", a.id.leaf().NotAfter)
@@ -97,24 +105,3 @@ func sameAPIs(a, b []clusterv1alpha1.APIEnablement) bool {
 	}
 	return true
 }
-
-// atomicPolicy is the control plane's last word on the cluster's deletion.
-type atomicPolicy struct {
-	mu       sync.Mutex
-	policy   clusterv1alpha1.ClusterDeletionPolicy
-	deleting bool
-}
-
-func (p *atomicPolicy) store(policy clusterv1alpha1.ClusterDeletionPolicy, deleting bool) {
-	p.mu.Lock()
-	p.policy, p.deleting = policy, deleting
-	p.mu.Unlock()
-}
-
-func (p *atomicPolicy) load() (clusterv1alpha1.ClusterDeletionPolicy, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.policy, p.deleting
-}
-
-func metaNow() metav1.Time { return metav1.Now() }

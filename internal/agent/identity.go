@@ -191,7 +191,15 @@ func (a *Agent) renew(ctx context.Context) error {
 	if err := a.post(ctx, a.client, pull.RenewPath, pull.RenewRequest{CSR: string(csr)}, &resp); err != nil {
 		return err
 	}
-	return a.id.save(ctx, k, []byte(resp.Certificate))
+	if err := a.id.save(ctx, k, []byte(resp.Certificate)); err != nil {
+		return err
+	}
+	// New connections present the renewed certificate; the control plane accepts the old one
+	// until it sees the new one, so open ones (the Works stream) go on meanwhile.
+	if t, ok := a.client.Transport.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
+	return nil
 }
 
 // post sends v as JSON and decodes the answer into out; a refusal is an error with the

@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,9 @@ type Reconciler struct {
 	// AgentSilence is how long a Pull member's agent may stay silent before the Cluster is not
 	// Ready; 0 is DefaultAgentSilence.
 	AgentSilence time.Duration
-	started      time.Time
+	// pullSince is when this process began to handle Pull clusters (see handlingPull).
+	pullMu    sync.Mutex
+	pullSince time.Time
 }
 
 // Shard is this replica's share of the clusters (package shard's Ring).
@@ -82,7 +85,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.started = r.Clock.Now()
 	opts := ctrlOptions()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Shard != nil {
@@ -141,8 +143,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	pull := cl.Spec.SyncMode == clusterv1alpha1.SyncModePull
-	if pull && r.Shard != nil && !r.Leading() {
-		return ctrl.Result{}, nil // agents report to the leader, which keeps their Works
+	if pull {
+		leads := r.Shard == nil || r.Leading()
+		r.handlingPull(r.Clock.Now(), leads)
+		if !leads {
+			return ctrl.Result{}, nil // agents report to the leader, which keeps their Works
+		}
 	}
 	if !pull && r.Shard != nil && !r.Shard.Owns(cl.Name) {
 		// Another replica connects to it; the leader still drains it when it is unjoined.
@@ -341,7 +347,8 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 	// Delete and Release need the member: a manager (re)started during the drain connects
 	// first. Without credentials the executor leaves the objects in place. Sharded, the
 	// replica owning the cluster holds the connection.
-	if r.Shard == nil || r.Shard.Owns(cl.Name) {
+	pull := cl.Spec.SyncMode == clusterv1alpha1.SyncModePull
+	if !pull && (r.Shard == nil || r.Shard.Owns(cl.Name)) {
 		_ = r.connect(ctx, cl)
 	}
 	ns := kube.ExecutionNamespacePrefix + cl.Name
@@ -360,8 +367,15 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 				return ctrl.Result{}, client.IgnoreNotFound(err)
 			}
 		}
+		silent := pull && r.agentSilentFor(cl) >= r.agentSilence()
 		for i := range works.Items {
-			if w := &works.Items[i]; w.DeletionTimestamp.IsZero() {
+			w := &works.Items[i]
+			if pull {
+				if err := r.handOverToAgent(ctx, cl, w, silent); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			if w.DeletionTimestamp.IsZero() {
 				if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
 					return ctrl.Result{}, err
 				}
@@ -373,6 +387,7 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 		return ctrl.Result{}, err
 	}
 	r.Cache.Disconnect(cl.Name)
+	r.Cache.ForgetReported(cl.Name)
 	return r.removeFinalizer(ctx, cl, ns)
 }
 

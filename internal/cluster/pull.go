@@ -8,9 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
+	"github.com/flotilla-dev/flotilla/internal/names"
 )
 
 // A Pull member's agent dials in (package pull); its heartbeats reach this controller as
@@ -30,6 +34,54 @@ func (r *Reconciler) agentSilence() time.Duration {
 		return r.AgentSilence
 	}
 	return DefaultAgentSilence
+}
+
+// agentSilentFor is how long cl's agent has not reported: measured from the last report this
+// process received, else from what status says, but never from before this process began to
+// handle Pull clusters (its memory of reports starts empty then).
+func (r *Reconciler) agentSilentFor(cl *clusterv1alpha1.Cluster) time.Duration {
+	r.pullMu.Lock()
+	since := r.pullSince
+	r.pullMu.Unlock()
+	if a := cl.Status.Agent; a != nil && a.LastSeen != nil && a.LastSeen.After(since) {
+		since = a.LastSeen.Time
+	}
+	if h, ok := r.Cache.Reported(cl.Name); ok && h.LastProbeTime.After(since) {
+		since = h.LastProbeTime
+	}
+	return r.Clock.Now().Sub(since)
+}
+
+// handlingPull marks when this process began to handle Pull clusters (it leads, or runs
+// unsharded), or forgets it when it stops leading.
+func (r *Reconciler) handlingPull(now time.Time, handling bool) {
+	r.pullMu.Lock()
+	defer r.pullMu.Unlock()
+	switch {
+	case !handling:
+		r.pullSince = time.Time{}
+	case r.pullSince.IsZero():
+		r.pullSince = now
+	}
+}
+
+// handOverToAgent prepares a Pull cluster's Work for deletion at unjoin: the cluster's
+// deletionPolicy goes on the Work (the agent carries it out), and when the agent is silent
+// past the limit nobody can, so the executor's finalizer goes and what runs there stays.
+func (r *Reconciler) handOverToAgent(ctx context.Context, cl *clusterv1alpha1.Cluster, w *workv1alpha1.Work, silent bool) error {
+	policy := string(orphanDefault(cl.Spec.DeletionPolicy))
+	if w.Annotations[names.UnjoinPolicyAnnotation] == policy && !(silent && controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer)) {
+		return nil
+	}
+	patch := client.MergeFrom(w.DeepCopy())
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[names.UnjoinPolicyAnnotation] = policy
+	if silent {
+		controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, w, patch))
 }
 
 // reconcilePull writes a Pull member's status from its agent's latest report.
@@ -68,16 +120,7 @@ func (r *Reconciler) reconcilePull(ctx context.Context, cl *clusterv1alpha1.Clus
 		}
 		requeue = r.agentSilence() - now.Sub(health.LastProbeTime)
 	default:
-		// Silent: measured from the last report this process received, else from what status
-		// says, but never from before this process started (its memory of reports is empty).
-		since := r.started
-		if status.Agent.LastSeen != nil && status.Agent.LastSeen.After(since) {
-			since = status.Agent.LastSeen.Time
-		}
-		if reported && health.LastProbeTime.After(since) {
-			since = health.LastProbeTime
-		}
-		if silent := now.Sub(since); silent < r.agentSilence() {
+		if silent := r.agentSilentFor(cl); silent < r.agentSilence() {
 			requeue = r.agentSilence() - silent
 			break
 		}

@@ -291,6 +291,10 @@ func (e *Executor) remove(ctx context.Context, key types.NamespacedName, cluster
 	}
 	policy := w.Spec.DeletionPolicy
 	unjoining, clusterPolicy := e.clusterUnjoining(ctx, cluster)
+	if p := w.Annotations[names.UnjoinPolicyAnnotation]; p != "" {
+		// A Pull cluster's unjoin: the cluster controller put its policy on the Work.
+		unjoining, clusterPolicy = true, clusterv1alpha1.ClusterDeletionPolicy(p)
+	}
 	switch {
 	case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionRelease:
 		policy = workv1alpha1.DeletionRelease
@@ -1098,7 +1102,7 @@ func (e *Executor) pullCluster(ctx context.Context, name string) (pull, ready bo
 	}
 	cl := &clusterv1alpha1.Cluster{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
-		return e.Agent, false // the agent's own cluster; a Push cluster being removed
+		return false, false // gone: its Works are drained as a Push cluster's are
 	}
 	return cl.Spec.SyncMode == clusterv1alpha1.SyncModePull, meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
 }

@@ -253,6 +253,7 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 	})
 
 	t.Run("HeartbeatsReachTheClustersHealth", func(t *testing.T) {
+		time.Sleep(time.Second) // the refusals above spent part of the cluster's heartbeat budget
 		status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{Readiness: clustercache.ReadinessReady, KubernetesVersion: "v1.37.2", AgentVersion: "test"})
 		if status != http.StatusOK {
 			t.Fatalf("heartbeat: %d %s", status, msg)
@@ -300,6 +301,44 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 		req := pull.RegisterRequest{Cluster: "edge-b", Token: strings.Repeat("a", 5<<20)}
 		if status, msg := do(t, e.client(nil), http.MethodPost, e.url+pull.RegisterPath, req); status != http.StatusRequestEntityTooLarge || strings.Contains(msg, "aaaa") {
 			t.Errorf("a 5 MiB registration: %d %q; want 413 echoing nothing", status, msg)
+		}
+	})
+
+	t.Run("RenewalKeepsTheOldCertificateUntilTheNewOneIsUsed", func(t *testing.T) {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "x"}}, k)
+		var out pull.RegisterResponse
+		status, body := do(t, agentA, http.MethodPost, e.url+pull.RenewPath, pull.RenewRequest{CSR: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))})
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
+			t.Fatalf("renewing: %d %s", status, body)
+		}
+		keyDER, _ := x509.MarshalECPrivateKey(k)
+		renewed, err := tls.X509KeyPair([]byte(out.Certificate), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Until the renewed certificate is presented, the open connections' old one works.
+		if status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{}); status != http.StatusOK {
+			t.Fatalf("the old certificate right after renewal: %d %q; want 200", status, msg)
+		}
+		agentA = e.client(&renewed)
+		if status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{}); status != http.StatusOK {
+			t.Fatalf("the renewed certificate: %d %q; want 200", status, msg)
+		}
+		if status, _ := do(t, e.client(certA), http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{}); status != http.StatusForbidden {
+			t.Errorf("the old certificate once the renewed one was used: %d; want 403", status)
+		}
+		certA = &renewed
+	})
+
+	t.Run("ReportsCarryOnlyTheExecutorsFinalizer", func(t *testing.T) {
+		w := &workv1alpha1.Work{}
+		if err := e.store.Client(c).Get(ctx, client.ObjectKey{Namespace: kube.ExecutionNamespacePrefix + "edge-a", Name: "app"}, w); err != nil {
+			t.Fatal(err)
+		}
+		rep := workstore.Report{Namespace: w.Namespace, Name: w.Name, UID: w.UID, Finalizers: []string{"example.com/forever"}}
+		if status, msg := do(t, agentA, http.MethodPost, e.url+worksync.ReportPath, []workstore.Report{rep}); status != http.StatusForbidden || !strings.Contains(msg, "not the executor's") {
+			t.Errorf("a report with a foreign finalizer: %d %q; want 403", status, msg)
 		}
 	})
 

@@ -25,13 +25,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -41,6 +44,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
@@ -60,12 +64,15 @@ const (
 	// CustomizationsPath serves the platform's ResourceInterpreterCustomizations (Lua), so an
 	// agent judges and retains custom kinds as the controller-manager does.
 	CustomizationsPath = "/agents/v1alpha1/customizations"
-	// ClusterPath answers what a heartbeat answers, without one: an agent about to remove a
-	// deleted Work's objects asks whether its cluster is being unjoined (its policy wins).
-	ClusterPath = "/agents/v1alpha1/cluster"
+
 	// maxRequestBytes bounds a registration or heartbeat body (discovery of a member with many
 	// CRDs fits well within it).
 	maxRequestBytes = 4 << 20
+	// maxReportBytes bounds one batch of Work reports (the status of a few thousand Works).
+	maxReportBytes = 32 << 20
+	// maxStreamsPerCluster bounds the Works streams one cluster's agent holds open (one in use,
+	// one while it reconnects).
+	maxStreamsPerCluster = 2
 )
 
 // RegisterRequest is what an agent sends with its bootstrap token.
@@ -115,12 +122,11 @@ type EdgeEvent struct {
 	WorkName      string    `json:"workName"`
 }
 
-// HeartbeatResponse tells the agent what the control plane says of its cluster.
+// HeartbeatResponse tells the agent what it must know besides its Works.
 type HeartbeatResponse struct {
-	// Deleting is set once the cluster is unjoined: the agent carries out DeletionPolicy on
-	// the Works as the control plane deletes them.
-	Deleting       bool                                  `json:"deleting,omitempty"`
-	DeletionPolicy clusterv1alpha1.ClusterDeletionPolicy `json:"deletionPolicy,omitempty"`
+	// EventsTaken is how many of the heartbeat's events were recorded: the agent drops them
+	// from its journal and sends the rest again.
+	EventsTaken int `json:"eventsTaken"`
 	// Customizations names the version of the platform's customizations: the agent reads
 	// them again (CustomizationsPath) when it differs from what it loaded.
 	Customizations string `json:"customizations,omitempty"`
@@ -141,6 +147,10 @@ type Server struct {
 	// records them on the bindings too. Either may be nil.
 	History  HistoryAppender
 	Recorder events.EventRecorder
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+	streams  map[string]int
 }
 
 // HistoryAppender is the part of the history store the endpoint writes.
@@ -164,10 +174,6 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(RegisterPath, s.register)
 	mux.Handle(RenewPath, s.agentOnly(s.renew))
 	mux.Handle(HeartbeatPath, s.agentOnly(s.heartbeat))
-	mux.Handle(ClusterPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
-		_, version, _ := s.customizations(r.Context())
-		reply(w, HeartbeatResponse{Deleting: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy, Customizations: version})
-	}))
 	mux.Handle(CustomizationsPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, _ *clusterv1alpha1.Cluster) {
 		list, _, err := s.customizations(r.Context())
 		if err != nil {
@@ -182,13 +188,25 @@ func (s *Server) Handler() http.Handler {
 			http.Error(w, fmt.Sprintf("the agent of cluster %s may follow only the Works of %s", cl.Name, cl.Name), http.StatusForbidden)
 			return
 		}
+		if !s.openStream(cl.Name) {
+			http.Error(w, fmt.Sprintf("cluster %s's agent follows its Works %d times already; close a stream first", cl.Name, maxStreamsPerCluster), http.StatusTooManyRequests)
+			return
+		}
+		defer s.closeStream(cl.Name)
 		worksync.ServeFollow(w, r, s.Works, []string{cl.Name})
 	}))
 	mux.Handle(worksync.ReportPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
 		own := kube.ExecutionNamespacePrefix + cl.Name
-		worksync.ServeReports(w, r, s.Works, 0, func(rep workstore.Report) error {
+		worksync.ServeReports(w, r, s.Works, maxReportBytes, func(rep workstore.Report) error {
 			if rep.Namespace != own {
 				return fmt.Errorf("the agent of cluster %s may report only on Works of %s (namespace %s)", cl.Name, cl.Name, own)
+			}
+			// An agent's executor holds a Work with its own finalizer only: any other would keep
+			// the Work (and an unjoined Cluster) for ever.
+			for _, f := range rep.Finalizers {
+				if f != names.ExecutorFinalizer {
+					return fmt.Errorf("work %s: finalizer %q is not the executor's (%s)", rep.Name, f, names.ExecutorFinalizer)
+				}
 			}
 			return nil
 		})
@@ -223,6 +241,10 @@ func reply(w http.ResponseWriter, v any) {
 // words that reveal nothing to a caller without a valid token but that the token is not valid.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	log := logf.FromContext(r.Context()).WithName("pull")
+	if !s.limiter("").Allow() { // registrations of every caller share a budget: they are unauthenticated
+		http.Error(w, "too many registrations at once; try again in a few seconds", http.StatusTooManyRequests)
+		return
+	}
 	var req RegisterRequest
 	if !decode(w, r, &req) {
 		return
@@ -260,10 +282,20 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		refuse(w, err, log)
 		return
 	}
-	if err := s.recordIdentity(r.Context(), cl, cert, now, true); err != nil {
+	if err := retry.OnError(retry.DefaultBackoff, func(error) bool { return true }, func() error {
+		if err := s.Reader.Get(r.Context(), client.ObjectKeyFromObject(cl), cl); err != nil {
+			return err
+		}
+		return s.recordIdentity(r.Context(), cl, cert, now, true, "")
+	}); err != nil {
 		log.Error(err, "Recording an agent's identity", "cluster", cl.Name)
 		http.Error(w, "recording the agent's identity on the Cluster failed; register again with a new token", http.StatusServiceUnavailable)
 		return
+	}
+	// The cluster's other tokens go too: a stray one (join run twice, a token in a log) could
+	// register again and revoke this agent.
+	if err := dropTokens(r.Context(), s.Reader, s.Client, cl.Name); err != nil {
+		log.Error(err, "Deleting the cluster's other bootstrap tokens", "cluster", cl.Name)
 	}
 	log.Info("Agent registered", "cluster", cl.Name, "certificate", Fingerprint(cert), "notAfter", cert.NotAfter)
 	reply(w, RegisterResponse{Certificate: string(certPEM), NotAfter: cert.NotAfter})
@@ -281,8 +313,9 @@ func refuse(w http.ResponseWriter, err error, log interface {
 	http.Error(w, "checking the token with the control plane failed; try again", http.StatusServiceUnavailable)
 }
 
-// recordIdentity makes cert the one certificate accepted for the cluster.
-func (s *Server) recordIdentity(ctx context.Context, cl *clusterv1alpha1.Cluster, cert *x509.Certificate, now time.Time, registered bool) error {
+// recordIdentity makes cert the certificate accepted for the cluster. A registration revokes
+// every earlier one; a renewal keeps the one it replaced (previous) until cert is presented.
+func (s *Server) recordIdentity(ctx context.Context, cl *clusterv1alpha1.Cluster, cert *x509.Certificate, now time.Time, registered bool, previous string) error {
 	before := cl.DeepCopy()
 	if cl.Status.Agent == nil {
 		cl.Status.Agent = &clusterv1alpha1.AgentStatus{}
@@ -290,6 +323,7 @@ func (s *Server) recordIdentity(ctx context.Context, cl *clusterv1alpha1.Cluster
 	a := cl.Status.Agent
 	a.Identity = cert.Subject.CommonName
 	a.CertificateSHA256 = Fingerprint(cert)
+	a.PreviousCertificateSHA256 = previous
 	notAfter := metav1.NewTime(cert.NotAfter)
 	a.CertificateNotAfter = &notAfter
 	if registered {
@@ -325,8 +359,22 @@ func (s *Server) agentOnly(next func(http.ResponseWriter, *http.Request, *cluste
 			http.Error(w, fmt.Sprintf("cluster %s is joined in %s mode now: its agent is not used", name, cl.Spec.SyncMode), http.StatusForbidden)
 			return
 		}
-		if cl.Status.Agent == nil || cl.Status.Agent.CertificateSHA256 != Fingerprint(cert) {
-			http.Error(w, fmt.Sprintf("this certificate of cluster %s's agent was replaced by a later registration or renewal; register again with a new token", name), http.StatusForbidden)
+		fp := Fingerprint(cert)
+		a := cl.Status.Agent
+		switch {
+		case a != nil && a.CertificateSHA256 == fp:
+			if a.PreviousCertificateSHA256 != "" { // the renewed certificate is in use: the old one goes
+				before := cl.DeepCopy()
+				cl.Status.Agent.PreviousCertificateSHA256 = ""
+				if err := s.Client.Status().Patch(r.Context(), cl, client.MergeFrom(before)); err != nil {
+					http.Error(w, "recording the renewed certificate in use failed; try again", http.StatusServiceUnavailable)
+					return
+				}
+			}
+		case a != nil && a.PreviousCertificateSHA256 == fp:
+			// Renewed, and this connection still carries the certificate it replaced.
+		default:
+			http.Error(w, fmt.Sprintf("this certificate of cluster %s's agent was replaced by a later registration; register again with a new token", name), http.StatusForbidden)
 			return
 		}
 		next(w, r, cl)
@@ -344,7 +392,8 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, cl *clusterv1alph
 		http.Error(w, "csr: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := s.recordIdentity(r.Context(), cl, cert, s.now(), false); err != nil {
+	// The presented certificate stays accepted until the new one is used (see agentOnly).
+	if err := s.recordIdentity(r.Context(), cl, cert, s.now(), false, Fingerprint(r.TLS.PeerCertificates[0])); err != nil {
 		http.Error(w, "recording the renewed certificate failed; try again", http.StatusServiceUnavailable)
 		return
 	}
@@ -352,14 +401,36 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, cl *clusterv1alph
 }
 
 // takeEvents records the edge's events of cluster: history records at their edge time, and
-// events on their bindings. An event of another cluster's Work is ignored; one of a Work gone
-// meanwhile is dropped (its template is no longer known here).
-func (s *Server) takeEvents(ctx context.Context, cluster string, evs []EdgeEvent, dropped int) error {
+// events on their bindings; it returns how many it took (all of them, unless the history store
+// failed). Only the executor's drift events are taken, at a time no later than now and no
+// earlier than maxEventAge ago (a compromised agent can neither write another kind of record
+// nor push a team's real history out with records from the future). An event of another
+// cluster's Work is ignored; one of a Work gone meanwhile is dropped (its template is no
+// longer known here).
+func (s *Server) takeEvents(ctx context.Context, cluster string, evs []EdgeEvent, dropped int) (int, error) {
 	own := kube.ExecutionNamespacePrefix + cluster
+	now := s.now()
 	var recs []history.Record
+	type note struct {
+		b       *workv1alpha1.ResourceBinding
+		ev      EdgeEvent
+		msg, at string
+	}
+	var notes []note
 	for _, ev := range evs {
-		if ev.WorkNamespace != own {
-			continue // another cluster's: never recorded in this cluster's name
+		outcome, ok := edgeOutcomes[ev.Reason]
+		if ev.WorkNamespace != own || !ok {
+			continue // another cluster's, or not an event the executor makes
+		}
+		switch {
+		case ev.Time.After(now):
+			ev.Time = now
+		case ev.Time.Before(now.Add(-maxEventAge)):
+			ev.Time = now.Add(-maxEventAge)
+		}
+		ev.Type = corev1.EventTypeNormal
+		if outcome == history.OutcomeDrifted {
+			ev.Type = corev1.EventTypeWarning
 		}
 		wk := &workv1alpha1.Work{}
 		if err := s.Works.Client(s.Client).Get(ctx, client.ObjectKey{Namespace: ev.WorkNamespace, Name: ev.WorkName}, wk); err != nil {
@@ -369,37 +440,44 @@ func (s *Server) takeEvents(ctx context.Context, cluster string, evs []EdgeEvent
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
 			continue
 		}
-		msg := ev.Message
-		if len(msg) > 4096 {
-			msg = msg[:4096]
-		}
+		msg := truncate(ev.Message, 4096)
 		at := ev.Time.UTC().Format(time.RFC3339)
-		if s.Recorder != nil {
-			s.Recorder.Eventf(b, nil, ev.Type, ev.Reason, "Drift", "%s (at %s, reported by the agent of %s)", msg, at, cluster)
-		}
 		res := b.BindingSpec().Resource
 		gv, _ := schema.ParseGroupVersion(res.APIVersion)
 		rev, _ := strconv.ParseInt(wk.Labels[workv1alpha1.RevisionLabel], 10, 64)
-		outcome := history.OutcomeDrifted
-		if ev.Reason == "DriftCorrected" {
-			outcome = history.OutcomeCorrected
-		}
 		id := sha256.Sum256(fmt.Appendf(nil, "edge|%s|%s|%s|%s|%s", cluster, ev.Time.UTC().Format(time.RFC3339Nano), ev.WorkName, ev.Reason, ev.Message))
 		recs = append(recs, history.Record{ID: hex.EncodeToString(id[:16]), Time: ev.Time, Team: b.GetNamespace(),
 			Group: gv.Group, Kind: res.Kind, Namespace: res.Namespace, Name: res.Name, Cluster: cluster,
 			FromRevision: rev, ToRevision: rev, Cause: history.CauseDrift, Outcome: outcome,
 			CauseDetail: "seen by the agent at the edge at " + at, Message: msg})
+		if rb, ok := b.(*workv1alpha1.ResourceBinding); ok {
+			notes = append(notes, note{b: rb, ev: ev, msg: msg, at: at})
+		}
 	}
-	if dropped > 0 && s.Recorder != nil {
-		s.Recorder.Eventf(&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, nil, corev1.EventTypeWarning, "EdgeEventsDropped", "Report",
-			"the agent of %s dropped %d events its journal could not keep while disconnected", cluster, dropped)
+	if s.History != nil && len(recs) > 0 {
+		if _, err := s.History.Append(ctx, recs...); err != nil {
+			return 0, err
+		}
 	}
-	if s.History == nil || len(recs) == 0 {
-		return nil
+	// Events once the records are in: an event is not repeated for a heartbeat sent again.
+	if s.Recorder != nil {
+		for _, n := range notes {
+			s.Recorder.Eventf(n.b, nil, n.ev.Type, n.ev.Reason, "Drift", "%s (at %s, reported by the agent of %s)", n.msg, n.at, cluster)
+		}
+		if dropped > 0 {
+			s.Recorder.Eventf(&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, nil, corev1.EventTypeWarning, "EdgeEventsDropped", "Report",
+				"the agent of %s dropped %d events its journal could not keep while disconnected", cluster, dropped)
+		}
 	}
-	_, err := s.History.Append(ctx, recs...)
-	return err
+	return len(evs), nil
 }
+
+// edgeOutcomes are the events an agent's executor makes, and their history outcome.
+var edgeOutcomes = map[string]string{"DriftCorrected": history.OutcomeCorrected, "Drifted": history.OutcomeDrifted}
+
+// maxEventAge is how far back an edge event may be dated: an agent disconnected longer dates
+// what it kept no earlier than this.
+const maxEventAge = 7 * 24 * time.Hour
 
 // customizations lists the platform's customizations and a version that changes with any of
 // them (names and generations, and the generation in force).
@@ -417,13 +495,29 @@ func (s *Server) customizations(ctx context.Context) (*configv1alpha1.ResourceIn
 }
 
 // heartbeat takes the agent's view of its member into the clustercache (the cluster
-// controller writes it to the Cluster) and answers with what the agent must know.
+// controller writes it to the Cluster), records the edge's events and answers with what the
+// agent must know. Fields go on the Cluster's status, so they are held to its bounds first.
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1alpha1.Cluster) {
 	var hb Heartbeat
 	if !decode(w, r, &hb) {
 		return
 	}
-	h := clustercache.Health{Readiness: hb.Readiness, LastProbeTime: s.now(), LastError: hb.Error,
+	switch {
+	case len(hb.Events) > maxEventsPerBeat:
+		http.Error(w, fmt.Sprintf("events: %d in one heartbeat, at most %d", len(hb.Events), maxEventsPerBeat), http.StatusRequestEntityTooLarge)
+		return
+	case len(hb.APIEnablements) > maxAPIEnablements:
+		http.Error(w, fmt.Sprintf("apiEnablements: %d group versions, at most %d", len(hb.APIEnablements), maxAPIEnablements), http.StatusBadRequest)
+		return
+	case len(hb.AgentVersion) > 64 || len(hb.KubernetesVersion) > 64:
+		http.Error(w, "agentVersion and kubernetesVersion: at most 64 characters each", http.StatusBadRequest)
+		return
+	}
+	if !s.limiter(cl.Name).Allow() {
+		http.Error(w, "heartbeats of this agent come too often: one every few seconds is enough", http.StatusTooManyRequests)
+		return
+	}
+	h := clustercache.Health{Readiness: hb.Readiness, LastProbeTime: s.now(), LastError: truncate(hb.Error, 1024),
 		Version: hb.KubernetesVersion, APIEnablements: hb.APIEnablements, Nodes: hb.Nodes, Resources: hb.Resources,
 		Agent: hb.AgentVersion}
 	switch hb.Readiness {
@@ -434,16 +528,61 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, cl *clusterv1
 		h.Readiness = clustercache.ReadinessUnknown
 	}
 	s.Members.Report(cl.Name, h)
-	if len(hb.Events) > maxEventsPerBeat {
-		http.Error(w, fmt.Sprintf("events: %d in one heartbeat, at most %d", len(hb.Events), maxEventsPerBeat), http.StatusRequestEntityTooLarge)
-		return
-	}
-	if err := s.takeEvents(r.Context(), cl.Name, hb.Events, hb.EventsDropped); err != nil {
-		// Not delivered: the agent keeps them and sends them again (records are idempotent).
+	taken, err := s.takeEvents(r.Context(), cl.Name, hb.Events, hb.EventsDropped)
+	if err != nil {
+		// The agent keeps what was not taken and sends it again (records are idempotent).
 		logf.FromContext(r.Context()).Error(err, "Recording an agent's events", "cluster", cl.Name)
-		http.Error(w, "recording the events failed; send them again", http.StatusServiceUnavailable)
-		return
 	}
 	_, version, _ := s.customizations(r.Context())
-	reply(w, HeartbeatResponse{Deleting: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy, Customizations: version})
+	reply(w, HeartbeatResponse{EventsTaken: taken, Customizations: version})
+}
+
+// Bounds of a heartbeat, those of the Cluster's status.
+const maxAPIEnablements = 512
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func (s *Server) openStream(cluster string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams == nil {
+		s.streams = map[string]int{}
+	}
+	if s.streams[cluster] >= maxStreamsPerCluster {
+		return false
+	}
+	s.streams[cluster]++
+	return true
+}
+
+func (s *Server) closeStream(cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams[cluster]--; s.streams[cluster] <= 0 {
+		delete(s.streams, cluster)
+	}
+}
+
+// limiter is the cluster's heartbeat budget: a burst of a few, then one a second, so a
+// compromised agent can neither flood the control plane's writes nor a team's history.
+func (s *Server) limiter(cluster string) *rate.Limiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limiters == nil {
+		s.limiters = map[string]*rate.Limiter{}
+	}
+	l, ok := s.limiters[cluster]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(1), 5)
+		if cluster == "" { // registrations: a fleet joined at once registers at once
+			l = rate.NewLimiter(rate.Limit(10), 100)
+		}
+		s.limiters[cluster] = l
+	}
+	return l
 }

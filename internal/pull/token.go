@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
@@ -67,9 +68,11 @@ func randomString(n int) (string, error) {
 	return string(b), nil
 }
 
-// NewToken stores a bootstrap token that registers cluster until ttl has passed, and returns it.
-// Earlier unused tokens of the cluster stay valid until they expire or are used.
-func NewToken(ctx context.Context, c client.Client, cluster string, ttl time.Duration, now time.Time) (Token, time.Time, error) {
+// NewToken stores a bootstrap token that registers cl until ttl has passed, and returns it.
+// Earlier unused tokens of the cluster stay valid until they expire or the cluster registers;
+// all go with the Cluster (it owns them).
+func NewToken(ctx context.Context, c client.Client, cl *clusterv1alpha1.Cluster, ttl time.Duration, now time.Time) (Token, time.Time, error) {
+	cluster := cl.Name
 	if ttl <= 0 {
 		ttl = DefaultTokenTTL
 	}
@@ -84,7 +87,8 @@ func NewToken(ctx context.Context, c client.Client, cluster string, ttl time.Dur
 	expires := now.Add(ttl).UTC().Truncate(time.Second)
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: kube.SystemNamespace, Name: tokenSecretName(id),
-			Labels: map[string]string{TokenClusterLabel: cluster}},
+			Labels:          map[string]string{TokenClusterLabel: cluster},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cl.Name, UID: cl.UID}}},
 		Type: "pull.flotilla.dev/bootstrap-token",
 		StringData: map[string]string{
 			tokenHashKey:    hashSecret(secret),
@@ -103,7 +107,8 @@ type errToken struct{ msg string }
 func (e errToken) Error() string { return e.msg }
 
 // checkToken returns tok's Secret when it registers cluster now. A token of another cluster
-// is refused and kept (its own cluster may still use it); an expired one is deleted.
+// is refused and kept (its own cluster may still use it), as is an expired one (it goes when
+// its cluster registers, or with its Cluster).
 func checkToken(ctx context.Context, c client.Reader, tok Token, cluster string, now time.Time) (*corev1.Secret, error) {
 	unknown := errToken{"the bootstrap token is not known: it was used already, expired or never issued; run flotilla join " + cluster + " --mode Pull for a new one"}
 	s := &corev1.Secret{}
@@ -124,6 +129,21 @@ func checkToken(ctx context.Context, c client.Reader, tok Token, cluster string,
 		return nil, errToken{fmt.Sprintf("the bootstrap token expired at %s; run flotilla join %s --mode Pull for a new one", expires.Format(time.RFC3339), cluster)}
 	}
 	return s, nil
+}
+
+// dropTokens deletes every bootstrap token of cluster (after it registered).
+func dropTokens(ctx context.Context, r client.Reader, c client.Client, cluster string) error {
+	list := &corev1.SecretList{}
+	if err := r.List(ctx, list, client.InNamespace(kube.SystemNamespace), client.MatchingLabels{TokenClusterLabel: cluster}); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range list.Items {
+		if err := c.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // useToken deletes the token's Secret; with its UID as precondition, so of two registrations

@@ -78,7 +78,7 @@ func JoinPull(ctx context.Context, c client.Client, o PullJoinOptions) (*cluster
 			return nil, pull.Token{}, time.Time{}, fmt.Errorf("updating cluster %q: %w", o.Name, err)
 		}
 	}
-	tok, expires, err := pull.NewToken(ctx, c, o.Name, o.TokenTTL, time.Now())
+	tok, expires, err := pull.NewToken(ctx, c, cl, o.TokenTTL, time.Now())
 	if err != nil {
 		if created { // nothing half-made: the Cluster goes with the token that failed
 			_ = c.Delete(ctx, cl)

@@ -120,7 +120,9 @@ func ServeFollow(w http.ResponseWriter, r *http.Request, store *workstore.Store,
 		return
 	}
 	rc := http.NewResponseController(w)
-	// A stream outlives the server's write timeout.
+	// A stream outlives the server's read and write timeouts (over HTTP/1.1 a passing read
+	// deadline would cancel the request's context and cut the stream).
+	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)

@@ -313,6 +313,13 @@ type AgentStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	CertificateSHA256 string `json:"certificateSHA256,omitempty"`
 
+	// previousCertificateSHA256 is the certificate a renewal replaced: still accepted until the
+	// agent first presents the renewed one (its open connections carry the old one), so a
+	// renewal never locks an agent out. Registering again clears it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PreviousCertificateSHA256 string `json:"previousCertificateSHA256,omitempty"`
+
 	// registeredAt is when the agent registered with a bootstrap token.
 	// +optional
 	RegisteredAt *metav1.Time `json:"registeredAt,omitempty"`

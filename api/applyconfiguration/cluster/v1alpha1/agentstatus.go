@@ -16,6 +16,10 @@ type AgentStatusApplyConfiguration struct {
 	// certificateSHA256 is the fingerprint of the one client certificate accepted for the
 	// cluster; registering again replaces it (and so revokes the previous one).
 	CertificateSHA256 *string `json:"certificateSHA256,omitempty"`
+	// previousCertificateSHA256 is the certificate a renewal replaced: still accepted until the
+	// agent first presents the renewed one (its open connections carry the old one), so a
+	// renewal never locks an agent out. Registering again clears it.
+	PreviousCertificateSHA256 *string `json:"previousCertificateSHA256,omitempty"`
 	// registeredAt is when the agent registered with a bootstrap token.
 	RegisteredAt *v1.Time `json:"registeredAt,omitempty"`
 	// certificateNotAfter is when the agent's certificate expires.
@@ -46,6 +50,14 @@ func (b *AgentStatusApplyConfiguration) WithIdentity(value string) *AgentStatusA
 // If called multiple times, the CertificateSHA256 field is set to the value of the last call.
 func (b *AgentStatusApplyConfiguration) WithCertificateSHA256(value string) *AgentStatusApplyConfiguration {
 	b.CertificateSHA256 = &value
+	return b
+}
+
+// WithPreviousCertificateSHA256 sets the PreviousCertificateSHA256 field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreviousCertificateSHA256 field is set to the value of the last call.
+func (b *AgentStatusApplyConfiguration) WithPreviousCertificateSHA256(value string) *AgentStatusApplyConfiguration {
+	b.PreviousCertificateSHA256 = &value
 	return b
 }
 
