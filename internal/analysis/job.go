@@ -49,6 +49,21 @@ type Members interface {
 	Clientset(cluster string) (kubernetes.Interface, error)
 }
 
+// ErrPullMember is what Members answers for a Pull member: the controller-manager holds no
+// client to it, and its Jobs go through PullJobs.
+var ErrPullMember = errors.New("a Pull member: the controller-manager holds no client to it")
+
+// PullJobs hands a measurement's Job to a Pull member's agent, which applies it as it applies
+// any Work, and reads it back as the agent reports it.
+type PullJobs interface {
+	// GetJob returns the Job as its agent last reported it; NotFound when never handed over.
+	GetJob(ctx context.Context, cluster, namespace, name string) (*batchv1.Job, error)
+	// RunJob hands the Job over; the agent makes its namespace, at level, when it is missing.
+	RunJob(ctx context.Context, cluster string, job *batchv1.Job, level psapi.Level) error
+	// DeleteJob takes it back: the agent deletes it from the member.
+	DeleteJob(ctx context.Context, cluster, namespace, name string) error
+}
+
 // CacheMembers reaches members through the shared cluster cache.
 type CacheMembers struct{ Cache *clustercache.Cache }
 
@@ -79,6 +94,66 @@ type JobProvider struct {
 	PodSecurity psapi.Level
 	// Platform says the metric comes from a ClusterAnalysisTemplate.
 	Platform bool
+	// Pull runs the Jobs of Pull members (Members answers ErrPullMember for them); nil: none.
+	Pull PullJobs
+}
+
+// jobs are a cluster's Jobs: through a client to the member, or through its agent.
+type jobs interface {
+	get(ctx context.Context, namespace, name string) (*batchv1.Job, error)
+	create(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error)
+	delete(ctx context.Context, namespace, name string) error
+}
+
+func (p *JobProvider) jobsIn(cluster string) (jobs, error) {
+	cs, err := p.Members.Clientset(cluster)
+	if errors.Is(err, ErrPullMember) && p.Pull != nil {
+		return pulledJobs{pull: p.Pull, cluster: cluster, level: p.level()}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return memberJobs{p: p, cs: cs}, nil
+}
+
+type memberJobs struct {
+	p  *JobProvider
+	cs kubernetes.Interface
+}
+
+func (m memberJobs) get(ctx context.Context, namespace, name string) (*batchv1.Job, error) {
+	return getJob(ctx, m.cs, namespace, name)
+}
+
+func (m memberJobs) create(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error) {
+	return m.p.create(ctx, m.cs, job)
+}
+
+func (m memberJobs) delete(ctx context.Context, namespace, name string) error {
+	cctx, cancel := context.WithTimeout(ctx, jobCallTimeout)
+	defer cancel()
+	return m.cs.BatchV1().Jobs(namespace).Delete(cctx, name, deleteInBackground())
+}
+
+type pulledJobs struct {
+	pull    PullJobs
+	cluster string
+	level   psapi.Level
+}
+
+func (j pulledJobs) get(ctx context.Context, namespace, name string) (*batchv1.Job, error) {
+	return j.pull.GetJob(ctx, j.cluster, namespace, name)
+}
+
+func (j pulledJobs) create(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error) {
+	if err := j.pull.RunJob(ctx, j.cluster, job, j.level); err != nil {
+		return nil, err
+	}
+	return job.DeepCopy(), nil // no status yet: running until the agent reports
+}
+
+func (j pulledJobs) delete(ctx context.Context, namespace, name string) error {
+	return j.pull.DeleteJob(ctx, j.cluster, namespace, name)
 }
 
 // level is the Pod Security level the provider's Jobs are held to; privileged holds them to
@@ -107,11 +182,11 @@ func (p *JobProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analysis
 	var complete int
 	var failed, running []string
 	for _, cluster := range run.Spec.Clusters {
-		cs, err := p.Members.Clientset(cluster)
+		js, err := p.jobsIn(cluster)
 		if err != nil {
 			return nil, "", fmt.Errorf("cluster %s: %w", cluster, err)
 		}
-		job, err := getJob(ctx, cs, run.Namespace, name)
+		job, err := js.get(ctx, run.Namespace, name)
 		if apierrors.IsNotFound(err) {
 			if desired == nil {
 				if desired, err = buildJob(run, metric, name, index); err != nil {
@@ -121,7 +196,7 @@ func (p *JobProvider) Measure(ctx context.Context, run *rolloutv1alpha1.Analysis
 					return nil, "", err
 				}
 			}
-			job, err = p.create(ctx, cs, desired)
+			job, err = js.create(ctx, desired)
 		}
 		if err != nil {
 			return nil, "", fmt.Errorf("cluster %s: job %s/%s: %w", cluster, run.Namespace, name, err)
@@ -150,15 +225,12 @@ func (p *JobProvider) Stop(ctx context.Context, run *rolloutv1alpha1.AnalysisRun
 	name := JobName(run.Name, metric.Name, measurementIndex(run, metric.Name))
 	var errs []error
 	for _, cluster := range run.Spec.Clusters {
-		cs, err := p.Members.Clientset(cluster)
+		js, err := p.jobsIn(cluster)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cluster, err))
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, jobCallTimeout)
-		err = cs.BatchV1().Jobs(run.Namespace).Delete(cctx, name, deleteInBackground())
-		cancel()
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := js.delete(ctx, run.Namespace, name); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("cluster %s: deleting job %s/%s: %w", cluster, run.Namespace, name, err))
 		}
 	}

@@ -44,8 +44,9 @@ const maxMeasurementsPerReconcile = 10
 // only its own run.
 type Controller struct {
 	Client client.Client
-	// Members reaches the clusters where job metrics run.
-	Members analysis.Members
+	// Members reaches the clusters where job metrics run; PullJobs runs them in Pull members.
+	Members  analysis.Members
+	PullJobs analysis.PullJobs
 	// Recorder gets an event when a run completes; nil records none.
 	Recorder events.EventRecorder
 	// Now is the clock; nil means time.Now.
@@ -253,7 +254,7 @@ func (c *Controller) provider(run *rolloutv1alpha1.AnalysisRun, metric rolloutv1
 	case metric.Provider.Web != nil:
 		return &analysis.WebProvider{Egress: c.Egress, Platform: platform}
 	case metric.Provider.Job != nil && c.Members != nil:
-		return &analysis.JobProvider{Members: c.Members, PodSecurity: c.PodSecurity, Platform: platform}
+		return &analysis.JobProvider{Members: c.Members, PodSecurity: c.PodSecurity, Platform: platform, Pull: c.PullJobs}
 	case metric.Provider.Job != nil:
 		return failingProvider{errors.New("job metrics are not available: the controller has no access to member clusters")}
 	}

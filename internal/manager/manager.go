@@ -364,7 +364,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := (&release.Controller{Client: withWorks, Reader: mgr.GetAPIReader(), Recorder: recorder("flotilla-release"), Board: board}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release controller: %w", err)
 	}
-	if err := (&analysisrun.Controller{Client: mgr.GetClient(), Members: analysisMembers, Recorder: recorder("flotilla-analysis"),
+	if err := (&analysisrun.Controller{Client: mgr.GetClient(), Members: pullAwareMembers{Members: analysisMembers, reader: mgr.GetClient()},
+		PullJobs: workJobs{works: withWorks}, Recorder: recorder("flotilla-analysis"),
 		Egress: analysis.NewEgress(o.Analysis.AllowCIDRs), PodSecurity: o.Analysis.PodSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the analysis controller: %w", err)
 	}

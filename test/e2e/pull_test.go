@@ -20,9 +20,11 @@ import (
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -32,6 +34,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
 	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/analysis"
 	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/inventory"
 	"github.com/flotilla-dev/flotilla/internal/kube"
@@ -280,6 +283,39 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 	g.Expect(image(hub)).To(gomega.Equal("registry.example/web:3"))
 	g.Expect(image(edge2)).To(gomega.Equal("registry.example/web:3"))
 	g.Expect(hubGeneration()).To(gomega.Equal(before4), "a later wave changed")
+
+	// A Job analysis gate runs its Job in the Pull member: the agent applies it and reports it.
+	jobPods := podSpec("smoke")
+	jobPods.Spec.RestartPolicy = "Never"
+	jobPods.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	jobPods.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	jobSpec, err := json.Marshal(&batchv1.JobSpec{Template: jobPods, BackoffLimit: ptr.To[int32](0)})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(cp.Create(ctx, &rolloutv1alpha1.AnalysisTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
+		Spec: rolloutv1alpha1.AnalysisTemplateSpec{Metrics: []rolloutv1alpha1.Metric{{
+			Name: "smoke", Provider: rolloutv1alpha1.MetricProvider{Job: &rolloutv1alpha1.JobMetric{Spec: runtime.RawExtension{Raw: jobSpec}}},
+		}}},
+	})).To(gomega.Succeed())
+	g.Eventually(func() error {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, p); err != nil {
+			return err
+		}
+		p.Spec.Rollout.Waves[0].Gates.Analysis = &policyv1alpha1.AnalysisGate{Templates: []policyv1alpha1.AnalysisTemplateRef{{TemplateName: "smoke"}}}
+		return cp.Update(ctx, p)
+	}).Should(gomega.Succeed())
+	setImage("registry.example/web:5")
+	g.Eventually(func() rolloutv1alpha1.ReleasePhase { return releasePhase("web-deployment-r5") }, 2*time.Minute).Should(gomega.Equal(rolloutv1alpha1.ReleaseSucceeded))
+	jobs := &batchv1.JobList{}
+	g.Expect(members[edge].List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{analysis.AnalysisRunLabel: "web-deployment-r5-edge-first"})).To(gomega.Succeed())
+	g.Expect(jobs.Items).To(gomega.HaveLen(1), "the analysis Job ran in the Pull member")
+	run := &rolloutv1alpha1.AnalysisRun{}
+	g.Expect(cp.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-deployment-r5-edge-first"}, run)).To(gomega.Succeed())
+	g.Expect(run.Status.Phase).To(gomega.Equal(rolloutv1alpha1.AnalysisSuccessful))
+	for _, m := range []string{hub, edge, edge2} {
+		g.Expect(image(m)).To(gomega.Equal("registry.example/web:5"), "member %s", m)
+	}
 
 	// Unjoining a Pull member drains its Works through its agent and leaves its workload running
 	// (deletionPolicy Orphan, the default), though the Works' own rule is to delete.
