@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -40,6 +41,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/interpret"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/luavm"
+	"github.com/flotilla-dev/flotilla/internal/pull"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
 	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
@@ -116,6 +118,10 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		store = secretStore{kube: kc, namespace: ns, name: name}
 	}
 	a := &Agent{opts: o, id: &identity{store: store}, view: &clusterView{name: o.Cluster}, journal: &journal{}}
+	a.view.ask = func(ctx context.Context) (pull.ClusterState, error) {
+		var state pull.ClusterState
+		return state, a.get(ctx, pull.ClusterPath, &state)
+	}
 	roots, err := serverRoots(o.CAFile)
 	if err != nil {
 		return err
@@ -271,11 +277,14 @@ func (c ownCluster) Leader() (string, string, bool) {
 func (c ownCluster) Watch() <-chan struct{} { return nil }
 
 // clusterView serves the executor the agent's own Cluster (a Pull cluster) and passes
-// everything else to the member. An unjoin is not read from it: the cluster controller puts
-// the cluster's deletionPolicy on each Work it deletes (names.UnjoinPolicyAnnotation).
+// everything else to the member. The executor reads it only before it removes a deleted
+// Work's objects (whether the cluster is being unjoined, and its policy), so it is asked of
+// the control plane then: a cluster the control plane no longer knows was unjoined (what runs
+// stays), and no answer is an error (nothing is deleted on a guess).
 type clusterView struct {
 	client.Client
 	name string
+	ask  func(context.Context) (pull.ClusterState, error)
 }
 
 func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -286,8 +295,22 @@ func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.
 	if key.Name != v.name {
 		return fmt.Errorf("the agent of cluster %s knows no cluster %s", v.name, key.Name)
 	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	state, err := v.ask(cctx)
+	cancel()
+	if err != nil && !final(err) {
+		return fmt.Errorf("asking the control plane about cluster %s: %w", v.name, err)
+	}
+	if err != nil { // refused: the cluster was unjoined, and this agent with it
+		state = pull.ClusterState{Unjoining: true, DeletionPolicy: clusterv1alpha1.ClusterDeletionOrphan}
+	}
 	*cl = clusterv1alpha1.Cluster{}
 	cl.Name = v.name
 	cl.Spec.SyncMode = clusterv1alpha1.SyncModePull
+	if state.Unjoining {
+		now := metav1.Now()
+		cl.DeletionTimestamp = &now
+		cl.Spec.DeletionPolicy = state.DeletionPolicy
+	}
 	return nil
 }

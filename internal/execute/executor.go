@@ -290,7 +290,13 @@ func (e *Executor) remove(ctx context.Context, key types.NamespacedName, cluster
 		return ctrl.Result{}, nil
 	}
 	policy := w.Spec.DeletionPolicy
-	unjoining, clusterPolicy := e.clusterUnjoining(ctx, cluster)
+	unjoining, clusterPolicy, err := e.clusterUnjoining(ctx, cluster)
+	if err != nil {
+		// An agent that cannot ask whether its cluster is being unjoined deletes nothing on a
+		// guess: the cluster's policy (Orphan by default) may be the one that holds.
+		log.Info("Cannot tell whether the cluster is being unjoined; the Work's objects wait", "error", err.Error())
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
 	if p := w.Annotations[names.UnjoinPolicyAnnotation]; p != "" {
 		// A Pull cluster's unjoin: the cluster controller put its policy on the Work.
 		unjoining, clusterPolicy = true, clusterv1alpha1.ClusterDeletionPolicy(p)
@@ -1114,7 +1120,7 @@ func (e *Executor) releaseUnreachablePull(ctx context.Context, w *workv1alpha1.W
 	if !pull || ready || w.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
 		return nil
 	}
-	if unjoining, _ := e.clusterUnjoining(ctx, cluster); !unjoining {
+	if unjoining, _, _ := e.clusterUnjoining(ctx, cluster); !unjoining {
 		return nil
 	}
 	patch := client.MergeFrom(w.DeepCopy())
@@ -1122,13 +1128,22 @@ func (e *Executor) releaseUnreachablePull(ctx context.Context, w *workv1alpha1.W
 	return client.IgnoreNotFound(e.Client.Patch(ctx, w, patch))
 }
 
-func (e *Executor) clusterUnjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy) {
+// clusterUnjoining says whether the cluster is being unjoined and with which policy. An
+// agent's reading can fail (its control plane is away): then it says so, and nothing is
+// deleted on a guess.
+func (e *Executor) clusterUnjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy, error) {
 	cl := &clusterv1alpha1.Cluster{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.DeletionTimestamp.IsZero() {
-		return false, ""
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
+		if e.Agent {
+			return false, "", err
+		}
+		return false, "", nil
+	}
+	if cl.DeletionTimestamp.IsZero() {
+		return false, "", nil
 	}
 	if cl.Spec.DeletionPolicy == "" {
-		return true, clusterv1alpha1.ClusterDeletionOrphan
+		return true, clusterv1alpha1.ClusterDeletionOrphan, nil
 	}
-	return true, cl.Spec.DeletionPolicy
+	return true, cl.Spec.DeletionPolicy, nil
 }

@@ -64,6 +64,10 @@ const (
 	// CustomizationsPath serves the platform's ResourceInterpreterCustomizations (Lua), so an
 	// agent judges and retains custom kinds as the controller-manager does.
 	CustomizationsPath = "/agents/v1alpha1/customizations"
+	// ClusterPath says whether the agent's cluster is being unjoined, and with which policy:
+	// the agent asks before it removes a deleted Work's objects (the cluster's policy, Orphan
+	// by default, wins over the Work's).
+	ClusterPath = "/agents/v1alpha1/cluster"
 
 	// maxRequestBytes bounds a registration or heartbeat body (discovery of a member with many
 	// CRDs fits well within it).
@@ -122,6 +126,12 @@ type EdgeEvent struct {
 	WorkName      string    `json:"workName"`
 }
 
+// ClusterState is what ClusterPath answers.
+type ClusterState struct {
+	Unjoining      bool                                  `json:"unjoining,omitempty"`
+	DeletionPolicy clusterv1alpha1.ClusterDeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
 // HeartbeatResponse tells the agent what it must know besides its Works.
 type HeartbeatResponse struct {
 	// EventsTaken is how many of the heartbeat's events were recorded: the agent drops them
@@ -174,6 +184,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(RegisterPath, s.register)
 	mux.Handle(RenewPath, s.agentOnly(s.renew))
 	mux.Handle(HeartbeatPath, s.agentOnly(s.heartbeat))
+	mux.Handle(ClusterPath, s.agentOnly(func(w http.ResponseWriter, _ *http.Request, cl *clusterv1alpha1.Cluster) {
+		reply(w, ClusterState{Unjoining: !cl.DeletionTimestamp.IsZero(), DeletionPolicy: cl.Spec.DeletionPolicy})
+	}))
 	mux.Handle(CustomizationsPath, s.agentOnly(func(w http.ResponseWriter, r *http.Request, _ *clusterv1alpha1.Cluster) {
 		list, _, err := s.customizations(r.Context())
 		if err != nil {

@@ -320,7 +320,7 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 	// Unjoining a Pull member drains its Works through its agent and leaves its workload running
 	// (deletionPolicy Orphan, the default), though the Works' own rule is to delete.
 	g.Expect(registration.Unjoin(ctx, cp, edge2, registration.UnjoinOptions{Wait: 2 * time.Minute})).To(gomega.Succeed())
-	g.Expect(image(edge2)).To(gomega.Equal("registry.example/web:3"), "unjoining the Pull member removed its workload")
+	g.Expect(image(edge2)).To(gomega.Equal("registry.example/web:5"), "unjoining the Pull member removed its workload")
 }
 
 func cpConfig(t *testing.T, lf *localfleet.LocalFleet) *rest.Config {
