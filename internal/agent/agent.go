@@ -36,6 +36,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-dev/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/interpret"
@@ -97,6 +98,8 @@ type Agent struct {
 	customizations        map[string]bool
 	customizationsVersion string
 	customizationsMu      sync.Mutex
+	// lastCustomizations is the list last put in force, kept in the snapshot.
+	lastCustomizations *configv1alpha1.ResourceInterpreterCustomizationList
 }
 
 // Run registers when needed and then applies the cluster's Works until ctx ends.
@@ -190,10 +193,21 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	// Customized kinds are judged by their customization from the first Work on, when the
 	// control plane answers now; else from the first heartbeat that gets through.
 	customized := a.loadCustomizations(ctx, a.interpreters, a.customizations) == nil
+	// What the agent last received, should the control plane be away now: applied at once.
+	restored, err := a.restoreSnapshot(ctx, mirror, customized)
+	if err != nil {
+		log.Error(err, "Reading the snapshot of the last Works; starting without it")
+	} else if n := mirror.Len(); n > 0 {
+		log.Info("Restored the last Works received", "works", n, "customizations", restored)
+	}
+	customized = customized || restored
 	if err := (&execute.Executor{Client: mirror.Client(a.view), Works: mirror, Members: members,
 		Interpreters: a.interpreters, Agent: true, EveryReplica: true, Recorder: a.journal,
 		DriftCheckInterval: execute.DefaultDriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
+	}
+	if err := mgr.Add(kube.Runnable(func(ctx context.Context) error { a.keepSnapshots(ctx, mirror, 5*time.Second); return nil }, false)); err != nil {
+		return err
 	}
 	upstream := &worksync.Remote{Base: o.ControlPlane, Client: a.client}
 	runner := &worksync.Runner{Ring: ownCluster(o.Cluster), Mirror: mirror, Fixed: upstream}

@@ -27,6 +27,7 @@ func (a *Agent) loadCustomizations(ctx context.Context, reg *interpret.Registry,
 	if err := customization.Load(ctx, listed{list}, reg); err != nil {
 		return err
 	}
+	a.lastCustomizations = list
 	now := map[string]bool{}
 	for _, c := range list.Items {
 		now[c.Name] = true

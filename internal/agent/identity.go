@@ -42,6 +42,9 @@ const (
 type identityStore interface {
 	read(ctx context.Context) (certPEM, keyPEM []byte, err error)
 	write(ctx context.Context, certPEM, keyPEM []byte) error
+	// readSnapshot and writeSnapshot keep the last Works beside the identity (snapshot.go).
+	readSnapshot(ctx context.Context) ([]byte, error)
+	writeSnapshot(ctx context.Context, data []byte) error
 	String() string
 }
 

@@ -175,7 +175,7 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 	// The partition: the edge's agent dials through a relay the test cuts.
 	g.Expect(lf.StopComponent(edge + "-flotilla-agent")).To(gomega.Succeed())
 	relay := startRelay(t, strings.TrimPrefix(lf.AgentEndpoint(), "https://"))
-	startAgent(t, lf, edge, "https://"+relay.addr())
+	stopAgent := startAgent(t, lf, edge, "https://"+relay.addr())
 	ready := func() (string, metav1.ConditionStatus) {
 		c := &clusterv1alpha1.Cluster{}
 		if err := cp.Get(ctx, client.ObjectKey{Name: edge}, c); err != nil {
@@ -208,6 +208,21 @@ func TestAPullMemberTheControlPlaneCannotReach(t *testing.T) {
 	}).Should(gomega.Succeed())
 	g.Eventually(func() string { return image(edge) }, 30*time.Second).Should(gomega.Equal("registry.example/web:2"))
 	t.Logf("drift put back %.1fs into the partition", time.Since(cutAt).Seconds())
+
+	// An agent restarted while cut off starts from the Works it kept, and keeps correcting.
+	stopAgent()
+	startAgent(t, lf, edge, "https://"+relay.addr())
+	restarted := time.Now()
+	g.Eventually(func() error {
+		d := &appsv1.Deployment{}
+		if err := members[edge].Get(ctx, client.ObjectKeyFromObject(web), d); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "registry.example/by-hand:2"
+		return members[edge].Update(ctx, d)
+	}).Should(gomega.Succeed())
+	g.Eventually(func() string { return image(edge) }, time.Minute).Should(gomega.Equal("registry.example/web:2"), "the restarted agent left the drift")
+	t.Logf("an agent restarted during the partition put drift back %.1fs after its restart", time.Since(restarted).Seconds())
 
 	// A template change made meanwhile waits for the edge.
 	setImage("registry.example/web:3")
@@ -409,8 +424,9 @@ func followWorks(t *testing.T, hc *http.Client, url string) (int, []string) {
 	return 0, nil
 }
 
-// startAgent runs a Pull member's agent outside the fleet's supervision, dialing controlPlane.
-func startAgent(t *testing.T, lf *localfleet.LocalFleet, member, controlPlane string) {
+// startAgent runs a Pull member's agent outside the fleet's supervision, dialing controlPlane,
+// and returns what stops it.
+func startAgent(t *testing.T, lf *localfleet.LocalFleet, member, controlPlane string) func() {
 	t.Helper()
 	logFile, err := os.Create(filepath.Join(t.TempDir(), member+"-agent.log"))
 	if err != nil {
@@ -421,14 +437,21 @@ func startAgent(t *testing.T, lf *localfleet.LocalFleet, member, controlPlane st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		stop()
 		if t.Failed() {
 			out, _ := os.ReadFile(logFile.Name())
 			t.Logf("agent log:\n%s", out)
 		}
 	})
+	return stop
 }
 
 // relay forwards TCP connections to target until cut: then it drops every open connection
