@@ -31,7 +31,7 @@ const snapshotFile = "works.json.gz"
 
 // snapshot is what is kept.
 type snapshot struct {
-	Works          []*workv1alpha1.Work                                `json:"works"`
+	Works          []*workv1alpha1.Work                                 `json:"works"`
 	Customizations *configv1alpha1.ResourceInterpreterCustomizationList `json:"customizations,omitempty"`
 }
 
