@@ -143,12 +143,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	pull := cl.Spec.SyncMode == clusterv1alpha1.SyncModePull
-	if pull {
-		leads := r.Shard == nil || r.Leading()
-		r.handlingPull(r.Clock.Now(), leads)
-		if !leads {
-			return ctrl.Result{}, nil // agents report to the leader, which keeps their Works
-		}
+	if pull && !r.handlesPull() {
+		return ctrl.Result{}, nil // agents report to the leader, which keeps their Works
 	}
 	if !pull && r.Shard != nil && !r.Shard.Owns(cl.Name) {
 		// Another replica connects to it; the leader still drains it when it is unjoined.

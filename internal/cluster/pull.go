@@ -52,6 +52,14 @@ func (r *Reconciler) agentSilentFor(cl *clusterv1alpha1.Cluster) time.Duration {
 	return r.Clock.Now().Sub(since)
 }
 
+// handlesPull says whether this replica handles Pull clusters (it leads, or runs unsharded),
+// and marks when it began to.
+func (r *Reconciler) handlesPull() bool {
+	leads := r.Shard == nil || r.Leading()
+	r.handlingPull(r.Clock.Now(), leads)
+	return leads
+}
+
 // handlingPull marks when this process began to handle Pull clusters (it leads, or runs
 // unsharded), or forgets it when it stops leading.
 func (r *Reconciler) handlingPull(now time.Time, handling bool) {
