@@ -62,7 +62,7 @@ type Options struct {
 	// IdentitySecret, NAMESPACE/NAME, keeps them in a Secret of the member instead (an agent
 	// run as a Deployment).
 	IdentitySecret string
-	// HeartbeatInterval is how often the agent reports; 0 is 10 s.
+	// HeartbeatInterval is how often the agent reports; 0 is DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// MetricsAddress and HealthAddress serve metrics and /healthz, /readyz; "0" turns off.
 	MetricsAddress, HealthAddress string
@@ -80,9 +80,35 @@ func (o Options) Validate() error {
 		return errors.New("--state-dir or --identity-secret: give a directory, or a Secret of the member, that outlives restarts for the agent's key and certificate")
 	case o.IdentitySecret != "" && !validSecretRef(o.IdentitySecret):
 		return fmt.Errorf("--identity-secret %q: give NAMESPACE/NAME of a Secret in the member, for example flotilla-system/flotilla-agent-identity", o.IdentitySecret)
+	case o.HeartbeatInterval < 0 || (o.HeartbeatInterval > 0 && o.HeartbeatInterval < time.Second):
+		return fmt.Errorf("--heartbeat-interval %s: give at least 1s (default %s); the control plane accepts about one heartbeat a second", o.HeartbeatInterval, DefaultHeartbeatInterval)
 	}
 	return nil
 }
+
+// controlPlaneClients are the agent's two clients of the control plane: one with no
+// certificate (registration), one presenting what certificate returns at each handshake.
+// Neither follows a redirect: the token and certificate go only to --control-plane.
+func controlPlaneClients(base *tls.Config, certificate func() *tls.Certificate) (anonymous, withCert *http.Client) {
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	anonymous = &http.Client{Timeout: 30 * time.Second, CheckRedirect: noRedirect,
+		Transport: &http.Transport{TLSClientConfig: base.Clone(), Proxy: http.ProxyFromEnvironment}}
+	tc := base.Clone()
+	tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if c := certificate(); c != nil {
+			return c, nil
+		}
+		return &tls.Certificate{}, nil
+	}
+	// No overall timeout: the Works stream lasts (worksync watches its idleness instead).
+	withCert = &http.Client{CheckRedirect: noRedirect, Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment,
+		ResponseHeaderTimeout: 30 * time.Second}}
+	return anonymous, withCert
+}
+
+// DefaultHeartbeatInterval is how often an agent reports unless told otherwise; the
+// controller-manager's default --agent-silence-limit is a few of them.
+const DefaultHeartbeatInterval = 10 * time.Second
 
 // Agent is one running flotilla-agent.
 type Agent struct {
@@ -107,8 +133,8 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = 10 * time.Second
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	log := logf.FromContext(ctx).WithName("agent").WithValues("cluster", o.Cluster)
 	var store identityStore = fileStore{dir: o.StateDir}
@@ -129,21 +155,7 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	base := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
-	// The agent follows no redirect: its token and certificate go only to --control-plane.
-	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	a.anonymous = &http.Client{Timeout: 30 * time.Second, CheckRedirect: noRedirect,
-		Transport: &http.Transport{TLSClientConfig: base.Clone(), Proxy: http.ProxyFromEnvironment}}
-	withCert := base.Clone()
-	withCert.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-		if c := a.id.certificate(); c != nil {
-			return c, nil
-		}
-		return &tls.Certificate{}, nil
-	}
-	// No overall timeout: the Works stream lasts (worksync watches its idleness instead).
-	a.client = &http.Client{CheckRedirect: noRedirect, Transport: &http.Transport{TLSClientConfig: withCert, Proxy: http.ProxyFromEnvironment,
-		ResponseHeaderTimeout: 30 * time.Second}}
+	a.anonymous, a.client = controlPlaneClients(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}, a.id.certificate)
 
 	ok, err := a.id.load(ctx, time.Now())
 	if err != nil {

@@ -29,7 +29,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.o.IdentitySecret, "identity-secret", "", "NAMESPACE/NAME of a Secret in the member that keeps the agent's key and certificate instead of --state-dir (an agent run as a Deployment)")
 	fs.StringVar(&f.o.MetricsAddress, "metrics-bind-address", "0", "address of the Prometheus metrics; 0 turns it off")
 	fs.StringVar(&f.o.HealthAddress, "health-probe-bind-address", "0", "address of /healthz and /readyz; 0 turns it off")
-	fs.DurationVar(&f.o.HeartbeatInterval, "heartbeat-interval", 0, "how often the agent reports its member's health (default 10s)")
+	fs.DurationVar(&f.o.HeartbeatInterval, "heartbeat-interval", DefaultHeartbeatInterval, "how often the agent reports its member's health; keep it well under the controller-manager's --agent-silence-limit")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(gofs)
 	fs.AddGoFlagSet(gofs)
@@ -38,6 +38,9 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 // Options checks the flags and reads the token file.
 func (f *Flags) Options() (Options, error) {
 	o := f.o
+	if o.HeartbeatInterval <= 0 {
+		return o, fmt.Errorf("--heartbeat-interval %s: give a positive duration of at least 1s (default %s)", o.HeartbeatInterval, DefaultHeartbeatInterval)
+	}
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {

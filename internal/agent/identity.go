@@ -205,18 +205,29 @@ func (a *Agent) renew(ctx context.Context) error {
 	return nil
 }
 
-// post sends v as JSON and decodes the answer into out; a refusal is an error with the
-// control plane's reason.
+// post sends v as JSON over hc and decodes the answer into out; a refusal is an error with
+// the control plane's reason.
 func (a *Agent) post(ctx context.Context, hc *http.Client, path string, v, out any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.opts.ControlPlane+path, bytes.NewReader(body))
+	return a.call(ctx, hc, http.MethodPost, path, bytes.NewReader(body), out, 4<<20)
+}
+
+// get reads path's JSON answer into out with the agent's certificate.
+func (a *Agent) get(ctx context.Context, path string, out any) error {
+	return a.call(ctx, a.client, http.MethodGet, path, nil, out, 64<<20)
+}
+
+func (a *Agent) call(ctx context.Context, hc *http.Client, method, path string, body io.Reader, out any, limit int64) error {
+	req, err := http.NewRequestWithContext(ctx, method, a.opts.ControlPlane+path, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
@@ -226,25 +237,7 @@ func (a *Agent) post(ctx context.Context, hc *http.Client, path string, v, out a
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return &refusal{status: resp.StatusCode, msg: strings.TrimSpace(string(msg))}
 	}
-	return json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out)
-}
-
-// get reads path's JSON answer into out with the agent's certificate.
-func (a *Agent) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.opts.ControlPlane+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &refusal{status: resp.StatusCode, msg: strings.TrimSpace(string(msg))}
-	}
-	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out)
+	return json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(out)
 }
 
 // refusal is the control plane's answer other than 200.

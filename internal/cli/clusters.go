@@ -142,6 +142,9 @@ func joinPull(cmd *cobra.Command, g *globals, o registration.JoinOptions, labels
 	if o.DryRun {
 		return usageError(cmd, fmt.Errorf("--dry-run is for Push members: --mode Pull writes only the Cluster and a token"))
 	}
+	if ttl < time.Minute || ttl > pull.MaxTokenTTL {
+		return usageError(cmd, fmt.Errorf("--bootstrap-token-ttl %s: give between 1m and %s (default %s); the agent registers with the token once, soon after join", ttl, pull.MaxTokenTTL, pull.DefaultTokenTTL))
+	}
 	var caPEM []byte
 	if m.print {
 		if !strings.HasPrefix(m.controlPlane, "https://") {

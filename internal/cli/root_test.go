@@ -234,3 +234,14 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("get cl<TAB>: %v\n%s", err, out)
 	}
 }
+
+// A bootstrap token's life outside one minute to a week is refused before anything is
+// written, naming the flag.
+func TestJoinPullRefusesATokenLifeOutsideItsBounds(t *testing.T) {
+	for _, ttl := range []string{"0s", "-1h", "30s", "720h"} {
+		out, err := run(t, "join", "edge-1", "--mode", "Pull", "--bootstrap-token-ttl", ttl, "--kubeconfig", "/nonexistent")
+		if err == nil || !strings.Contains(out+err.Error(), "--bootstrap-token-ttl") {
+			t.Errorf("--bootstrap-token-ttl %s: error = %v, output %q; want a refusal naming the flag", ttl, err, out)
+		}
+	}
+}

@@ -120,6 +120,12 @@ func (f *Flags) Options(fs *pflag.FlagSet) (Options, error) {
 		secure := f.metricsSecure
 		o.MetricsSecure = &secure
 	}
+	if o.Agents.Silence < 2*time.Second {
+		return o, fmt.Errorf("--agent-silence-limit %s: give at least 2s, and a few of the agents' --heartbeat-interval (default %s, agents report every 10s)", o.Agents.Silence, cluster.DefaultAgentSilence)
+	}
+	if o.Agents.CertificateTTL < 10*time.Minute || o.Agents.CertificateTTL > pull.MaxCertificateTTL {
+		return o, fmt.Errorf("--agent-certificate-ttl %s: give between 10m and %s (default %s); agents renew at two thirds of it", o.Agents.CertificateTTL, pull.MaxCertificateTTL, pull.DefaultCertificateTTL)
+	}
 	var err error
 	if o.Analysis, err = analysis.ParseSettings(f.analysisAllowCIDRs, f.analysisPodSecurity); err != nil {
 		return o, err

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 )
 
@@ -25,5 +26,37 @@ func TestRunRejectsNonPositiveGitBounds(t *testing.T) {
 	err := Run(context.Background(), &rest.Config{}, o)
 	if err == nil || !strings.Contains(err.Error(), "--git-max-file-mib") {
 		t.Fatalf("error = %v, want it to name --git-max-file-mib", err)
+	}
+}
+
+// Agent settings outside what works are refused at start, naming the flag, instead of
+// silently taking a default.
+func TestFlagsRefuseAgentSettingsThatCannotWork(t *testing.T) {
+	for _, tc := range []struct{ arg, flag string }{
+		{"--agent-silence-limit=0s", "--agent-silence-limit"},
+		{"--agent-silence-limit=-5s", "--agent-silence-limit"},
+		{"--agent-silence-limit=500ms", "--agent-silence-limit"},
+		{"--agent-certificate-ttl=0s", "--agent-certificate-ttl"},
+		{"--agent-certificate-ttl=1m", "--agent-certificate-ttl"},
+		{"--agent-certificate-ttl=8760h", "--agent-certificate-ttl"},
+	} {
+		f := NewFlags()
+		fs := pflag.NewFlagSet("flotilla-controller-manager", pflag.ContinueOnError)
+		f.Bind(fs)
+		if err := fs.Parse([]string{tc.arg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Options(fs); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%s: error = %v, want it to name %s", tc.arg, err, tc.flag)
+		}
+	}
+	f := NewFlags()
+	fs := pflag.NewFlagSet("flotilla-controller-manager", pflag.ContinueOnError)
+	f.Bind(fs)
+	if err := fs.Parse([]string{"--agent-silence-limit=20s", "--agent-certificate-ttl=1h"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Options(fs); err != nil {
+		t.Errorf("sound agent settings refused: %v", err)
 	}
 }

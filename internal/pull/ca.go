@@ -36,6 +36,9 @@ const IdentityPrefix = "flotilla:agent:"
 // two thirds of that.
 const DefaultCertificateTTL = 30 * 24 * time.Hour
 
+// MaxCertificateTTL bounds an agent certificate's life, so a stolen key stops working in time.
+const MaxCertificateTTL = 90 * 24 * time.Hour
+
 // CA signs and verifies agents' client certificates.
 type CA struct {
 	cert *x509.Certificate

@@ -15,19 +15,23 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/customization"
+	"github.com/flotilla-dev/flotilla/internal/history"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/pull"
 	"github.com/flotilla-dev/flotilla/internal/registration"
@@ -51,6 +55,26 @@ type endpoint struct {
 	roots   *x509.CertPool
 	store   *workstore.Store
 	members *clustercache.Cache
+	history *records
+}
+
+// records keeps what the endpoint appends to the history.
+type records struct {
+	mu   sync.Mutex
+	recs []history.Record
+}
+
+func (r *records) Append(_ context.Context, recs ...history.Record) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, recs...)
+	return len(recs), nil
+}
+
+func (r *records) all() []history.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.recs)
 }
 
 func start(t *testing.T, c client.Client, now func() time.Time) *endpoint {
@@ -59,8 +83,8 @@ func start(t *testing.T, c client.Client, now func() time.Time) *endpoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &endpoint{store: workstore.New(), members: clustercache.New(clustercache.DefaultOptions())}
-	srv := httptest.NewUnstartedServer((&pull.Server{Client: c, Reader: c, Works: e.store, CA: ca, Members: e.members, Now: now}).Handler())
+	e := &endpoint{store: workstore.New(), members: clustercache.New(clustercache.DefaultOptions()), history: &records{}}
+	srv := httptest.NewUnstartedServer((&pull.Server{Client: c, Reader: c, Works: e.store, CA: ca, Members: e.members, Now: now, History: e.history}).Handler())
 	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -199,12 +223,13 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 			{"not a token", "edge-a", "hello", http.StatusBadRequest, "not ID.SECRET"},
 			{"a made-up token", "edge-a", "abcdef.0123456789abcdef0123456789abcdef", http.StatusForbidden, "not known"},
 			{"no cluster", "", tokA, http.StatusBadRequest, "cluster:"},
+			{"a cluster that cannot be a name", "<b>edge-a</b>\x1b[2J", tokA, http.StatusBadRequest, "a DNS label"},
 		} {
 			_, status, msg := e.register(t, tc.cluster, tc.token)
 			if status != tc.status || !strings.Contains(msg, tc.says) {
 				t.Errorf("%s: %d %q; want %d saying %q", tc.name, status, msg, tc.status, tc.says)
 			}
-			if strings.Contains(msg, strings.SplitN(tokA, ".", 2)[1]) || strings.Contains(msg, strings.SplitN(tokB, ".", 2)[1]) {
+			if strings.Contains(msg, strings.SplitN(tokA, ".", 2)[1]) || strings.Contains(msg, strings.SplitN(tokB, ".", 2)[1]) || strings.Contains(msg, "<b>") {
 				t.Errorf("%s: the refusal echoes a token secret: %q", tc.name, msg)
 			}
 		}
@@ -329,6 +354,104 @@ func TestAnAgentRegistersOnceAndReachesOnlyItsOwnCluster(t *testing.T) {
 			t.Errorf("the old certificate once the renewed one was used: %d; want 403", status)
 		}
 		certA = &renewed
+	})
+
+	t.Run("AFloodingAgentIsHeldToItsBounds", func(t *testing.T) {
+		time.Sleep(5 * time.Second) // a full heartbeat budget
+		for _, tc := range []struct {
+			name string
+			hb   pull.Heartbeat
+			says string
+		}{
+			{"a long version", pull.Heartbeat{AgentVersion: strings.Repeat("v", 65)}, "agentVersion"},
+			{"too many group versions", pull.Heartbeat{APIEnablements: make([]clusterv1alpha1.APIEnablement, 513)}, "apiEnablements"},
+		} {
+			if status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, tc.hb); status != http.StatusBadRequest || !strings.Contains(msg, tc.says) {
+				t.Errorf("%s: %d %q; want 400 naming %s", tc.name, status, msg, tc.says)
+			}
+		}
+		limited := 0
+		for range 20 {
+			if status, msg := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, pull.Heartbeat{Readiness: clustercache.ReadinessReady}); status == http.StatusTooManyRequests && strings.Contains(msg, "too often") {
+				limited++
+			}
+		}
+		if limited < 5 {
+			t.Errorf("20 heartbeats at once: %d refused with 429; want those beyond a burst of 5 and one a second", limited)
+		}
+
+		// Two streams (one in use, one reconnecting); a third is refused until one closes.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		open := func() *http.Response {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+worksync.FollowPath+"?cluster=edge-a", nil)
+			resp, err := agentA.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		first, second := open(), open()
+		third := open()
+		third.Body.Close()
+		if first.StatusCode != http.StatusOK || second.StatusCode != http.StatusOK || third.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("three Works streams of one agent: %d %d %d; want 200 200 429", first.StatusCode, second.StatusCode, third.StatusCode)
+		}
+		first.Body.Close()
+		second.Body.Close()
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			resp := open()
+			defer resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		}); err != nil {
+			t.Error("a Works stream is still refused after the agent closed its two")
+		}
+	})
+
+	t.Run("EdgeEventsAreOnlyDriftAndDatedWithinAWeek", func(t *testing.T) {
+		rb := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-deployment"},
+			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"},
+				PolicyRef: workv1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: "default", Name: "web"}}}
+		if err := c.Create(ctx, rb); err != nil {
+			t.Fatal(err)
+		}
+		w := work("edge-a", "web")
+		w.Labels[workv1alpha1.BindingNamespaceLabel], w.Labels[workv1alpha1.BindingNameLabel] = rb.Namespace, rb.Name
+		if err := e.store.Client(c).Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		bOther := work("edge-b", "web")
+		bOther.Labels[workv1alpha1.BindingNamespaceLabel], bOther.Labels[workv1alpha1.BindingNameLabel] = rb.Namespace, rb.Name
+		if err := e.store.Client(c).Create(ctx, bOther); err != nil {
+			t.Fatal(err)
+		}
+		own := kube.ExecutionNamespacePrefix + "edge-a"
+		hb := pull.Heartbeat{Readiness: clustercache.ReadinessReady, Events: []pull.EdgeEvent{
+			{Time: clock.Add(24 * time.Hour), Reason: "DriftCorrected", Message: "from the future", WorkNamespace: own, WorkName: "web"},
+			{Time: clock.Add(-30 * 24 * time.Hour), Reason: "Drifted", Message: "from long ago", WorkNamespace: own, WorkName: "web"},
+			{Time: clock, Reason: "Rollback", Message: "not the executor's", WorkNamespace: own, WorkName: "web"},
+			{Time: clock, Reason: "DriftCorrected", Message: "of another cluster", WorkNamespace: kube.ExecutionNamespacePrefix + "edge-b", WorkName: "web"},
+		}}
+		time.Sleep(time.Second)
+		status, body := do(t, agentA, http.MethodPost, e.url+pull.HeartbeatPath, hb)
+		var beat pull.HeartbeatResponse
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &beat) != nil || beat.EventsTaken != len(hb.Events) {
+			t.Fatalf("a heartbeat with events: %d %q; want 200 taking all %d", status, body, len(hb.Events))
+		}
+		got := map[string]history.Record{}
+		for _, r := range e.history.all() {
+			got[r.Message] = r
+		}
+		if len(got) != 2 {
+			t.Fatalf("history took %d records (%v); want the two drift events of edge-a's own Work", len(got), got)
+		}
+		if r := got["from the future"]; !r.Time.Equal(clock) || r.Cause != history.CauseDrift || r.Outcome != history.OutcomeCorrected || r.Cluster != "edge-a" {
+			t.Errorf("an event dated tomorrow: %+v; want dated now, drift corrected on edge-a", r)
+		}
+		if r := got["from long ago"]; !r.Time.Equal(clock.Add(-7*24*time.Hour)) || r.Outcome != history.OutcomeDrifted {
+			t.Errorf("an event dated a month ago: %+v; want dated a week ago, drifted", r)
+		}
+		time.Sleep(2 * time.Second) // the next subtests' heartbeats need budget
 	})
 
 	t.Run("ReportsCarryOnlyTheExecutorsFinalizer", func(t *testing.T) {

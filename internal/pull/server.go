@@ -33,6 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -267,8 +268,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "token: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if req.Cluster == "" {
-		http.Error(w, "cluster: give the name the cluster was joined under (flotilla join NAME --mode Pull)", http.StatusBadRequest)
+	if len(validation.IsDNS1123Label(req.Cluster)) > 0 {
+		// Not echoed: the field is the caller's, and only a cluster's name is worth naming.
+		http.Error(w, "cluster: give the name the cluster was joined under, a DNS label (flotilla join NAME --mode Pull)", http.StatusBadRequest)
 		return
 	}
 	now := s.now()

@@ -31,6 +31,8 @@ const (
 	tokenExpiresKey   = "expiration"
 	// DefaultTokenTTL is how long a printed bootstrap token registers.
 	DefaultTokenTTL = time.Hour
+	// MaxTokenTTL bounds a token's life: a leaked unused token registers until it expires.
+	MaxTokenTTL = 7 * 24 * time.Hour
 )
 
 var tokenPattern = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{32})$`)

@@ -35,8 +35,8 @@ func JoinPull(ctx context.Context, c client.Client, o PullJoinOptions) (*cluster
 	if err := validateLabels(o.Labels); err != nil {
 		return nil, pull.Token{}, time.Time{}, err
 	}
-	if o.TokenTTL < 0 {
-		return nil, pull.Token{}, time.Time{}, fmt.Errorf("--bootstrap-token-ttl %s: give a positive duration, for example 1h", o.TokenTTL)
+	if o.TokenTTL < 0 || o.TokenTTL > pull.MaxTokenTTL {
+		return nil, pull.Token{}, time.Time{}, fmt.Errorf("--bootstrap-token-ttl %s: give a positive duration up to %s, for example 1h", o.TokenTTL, pull.MaxTokenTTL)
 	}
 	if err := ensureNamespace(ctx, c); err != nil {
 		return nil, pull.Token{}, time.Time{}, err
