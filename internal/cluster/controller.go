@@ -366,8 +366,8 @@ func (r *Reconciler) finalize(ctx context.Context, cl *clusterv1alpha1.Cluster) 
 		silent := pull && r.agentSilentFor(cl) >= r.agentSilence()
 		for i := range works.Items {
 			w := &works.Items[i]
-			if pull {
-				if err := r.handOverToAgent(ctx, cl, w, silent); err != nil {
+			if silent {
+				if err := r.releaseFromSilentAgent(ctx, w); err != nil {
 					return ctrl.Result{}, err
 				}
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/clustercache"
 	"github.com/flotilla-dev/flotilla/internal/execute"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/names"
 	"github.com/flotilla-dev/flotilla/internal/registration"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/internal/workstore"
@@ -211,4 +212,63 @@ func ptrOr(c *metav1.Condition) metav1.Condition {
 		return metav1.Condition{}
 	}
 	return *c
+}
+
+// A Pull cluster unjoined while its agent is silent: its agent would carry out the cluster's
+// deletionPolicy, but nobody else can reach the member, so once the agent has been silent past
+// the limit the Works go without it (what runs there stays) and the Cluster is let go.
+func TestAnUnjoinedPullClusterWhoseAgentIsSilentIsLetGo(t *testing.T) {
+	ctx := context.Background()
+	cfg, c := testenv.Start(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.SystemNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := registration.JoinPull(ctx, c, registration.PullJoinOptions{Name: "edge"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "edge"}, cl); err != nil {
+		t.Fatal(err)
+	}
+	registered := metav1.Now()
+	cl.Status.Agent = &clusterv1alpha1.AgentStatus{Identity: "flotilla:agent:edge", CertificateSHA256: "00", RegisteredAt: &registered, LastSeen: &registered}
+	if err := c.Status().Update(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+
+	now := clocktesting.NewFakePassiveClock(time.Now())
+	store := workstore.New()
+	var withWorks client.Client
+	testenv.Manager(t, cfg, func(mgr ctrl.Manager) error {
+		withWorks = store.Client(mgr.GetClient())
+		return (&Reconciler{Client: withWorks, Cache: clustercache.New(clustercache.DefaultOptions()), Clock: now, AgentSilence: 10 * time.Second}).SetupWithManager(mgr)
+	})
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: kube.ExecutionNamespacePrefix + "edge", Name: "web",
+		Labels: map[string]string{workv1alpha1.ClusterLabel: "edge"}, Finalizers: []string{names.ExecutorFinalizer}}}
+	if err := withWorks.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Cluster with its finalizer", func() bool {
+		got := &clusterv1alpha1.Cluster{}
+		return c.Get(ctx, client.ObjectKey{Name: "edge"}, got) == nil && len(got.Finalizers) == 1
+	})
+	if err := c.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Work deleted and waiting for the agent", func() bool {
+		got := &workv1alpha1.Work{}
+		return withWorks.Get(ctx, client.ObjectKeyFromObject(w), got) == nil && !got.DeletionTimestamp.IsZero()
+	})
+	time.Sleep(3 * time.Second) // a drain pass or more while the agent is within its limit
+	if err := withWorks.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); err != nil {
+		t.Fatalf("the Work went while its agent could still carry out the deletionPolicy: %v", err)
+	}
+
+	now.SetTime(now.Now().Add(time.Minute))
+	eventually(t, "the Cluster gone once its agent is silent past the limit", func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "edge"}, &clusterv1alpha1.Cluster{}))
+	})
+	if err := withWorks.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Work of the silent agent: %v; want gone", err)
+	}
 }

@@ -73,22 +73,15 @@ func (r *Reconciler) handlingPull(now time.Time, handling bool) {
 	}
 }
 
-// handOverToAgent prepares a Pull cluster's Work for deletion at unjoin: the cluster's
-// deletionPolicy goes on the Work (the agent carries it out), and when the agent is silent
-// past the limit nobody can, so the executor's finalizer goes and what runs there stays.
-func (r *Reconciler) handOverToAgent(ctx context.Context, cl *clusterv1alpha1.Cluster, w *workv1alpha1.Work, silent bool) error {
-	policy := string(orphanDefault(cl.Spec.DeletionPolicy))
-	if w.Annotations[names.UnjoinPolicyAnnotation] == policy && !(silent && controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer)) {
+// releaseFromSilentAgent lets an unjoined Pull cluster's Work go when its agent is silent
+// past the limit: nobody else can carry out the cluster's deletionPolicy (a connected agent
+// asks ClusterPath and does), so the executor's finalizer goes and what runs there stays.
+func (r *Reconciler) releaseFromSilentAgent(ctx context.Context, w *workv1alpha1.Work) error {
+	if !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
 		return nil
 	}
 	patch := client.MergeFrom(w.DeepCopy())
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	w.Annotations[names.UnjoinPolicyAnnotation] = policy
-	if silent {
-		controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
-	}
+	controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, w, patch))
 }
 

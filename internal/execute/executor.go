@@ -297,10 +297,6 @@ func (e *Executor) remove(ctx context.Context, key types.NamespacedName, cluster
 		log.Info("Cannot tell whether the cluster is being unjoined; the Work's objects wait", "error", err.Error())
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	if p := w.Annotations[names.UnjoinPolicyAnnotation]; p != "" {
-		// A Pull cluster's unjoin: the cluster controller put its policy on the Work.
-		unjoining, clusterPolicy = true, clusterv1alpha1.ClusterDeletionPolicy(p)
-	}
 	switch {
 	case unjoining && clusterPolicy == clusterv1alpha1.ClusterDeletionRelease:
 		policy = workv1alpha1.DeletionRelease

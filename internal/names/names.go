@@ -24,10 +24,6 @@ const (
 	// sets it on Works of templates placed by namespaced PropagationPolicies (the platform's
 	// --pod-security-level); an existing member namespace is never relabelled.
 	PodSecurityLevelAnnotation = "work.flotilla.dev/pod-security-level"
-	// UnjoinPolicyAnnotation on a Work deleted because its Pull cluster is unjoined names the
-	// cluster's deletionPolicy (Orphan, Delete, Release): the decision travels with the Work to
-	// the member's agent, which never reads the Cluster.
-	UnjoinPolicyAnnotation = "cluster.flotilla.dev/unjoin-policy"
 	// UnreachableTaintKey marks a cluster that stayed not Ready past the grace period.
 	UnreachableTaintKey = "cluster.flotilla.dev/unreachable"
 )
