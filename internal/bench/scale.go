@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	goruntime "runtime"
@@ -64,6 +65,9 @@ type ScaleOptions struct {
 	Idle time.Duration
 	// Skip names phases not run: ScalePhases lists them.
 	Skip []string
+	// ManagerReplicas is how many controller-manager replicas share the members (1: unsharded);
+	// the fleet is started with them, and each one's memory is printed.
+	ManagerReplicas int
 }
 
 // ScalePhases are the phases of the scale bench that --skip can leave out; the bulk run, the
@@ -77,6 +81,8 @@ func (o ScaleOptions) Validate() error {
 	switch {
 	case o.Members < 3:
 		return fmt.Errorf("--members %d: give at least 3, one per release wave", o.Members)
+	case o.ManagerReplicas < 1 || o.ManagerReplicas > localfleet.MaxManagerReplicas:
+		return fmt.Errorf("--manager-replicas %d: give 1 to %d", o.ManagerReplicas, localfleet.MaxManagerReplicas)
 	case o.Templates < 1:
 		return fmt.Errorf("--templates %d: give at least 1", o.Templates)
 	case o.LatencySamples < 1:
@@ -147,6 +153,10 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 		return err
 	}
 	rssIdle := currentRSS(pid)
+	replicasIdle := map[string]int64{}
+	for name, p := range managerPIDs(lf) {
+		replicasIdle[name] = currentRSS(p)
+	}
 	idle := idleCPU(ctx, pid, o.Idle)
 	fmt.Fprintf(out, "7. idle with %d members joined, nothing placed: manager %.3f cores (%.2f ms CPU per member per second), RSS %d MiB\n",
 		len(members), idle, idle*1000/float64(len(members)), rssIdle>>20)
@@ -212,6 +222,9 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 	per1000 := float64(objects) / 1000
 	fmt.Fprintf(out, "6. manager: %.1f CPU s (%.2f per 1000 member objects); RSS %d MiB idle -> %d MiB loaded, peak %d MiB: %.1f KiB per member object (goal <= 40)\n",
 		cpu, cpu/per1000, rssIdle>>20, rssLoaded>>20, peakRSS(pid)>>20, float64(rssLoaded-rssIdle)/1024/float64(objects))
+	if len(replicasIdle) > 1 {
+		fmt.Fprintf(out, "   %s\n", shareOfReplicas(lf, replicasIdle, objects))
+	}
 	fmt.Fprintf(out, "   CPU seconds by role until available: %s\n", fleetSpent)
 	for _, where := range []string{"control plane", "members"} {
 		fmt.Fprintf(out, "   writes to the %s per member object: %s\n", where, writesAfter[where].since(writesBefore[where], objects))
@@ -747,6 +760,37 @@ func idleCPU(ctx context.Context, pid int, d time.Duration) float64 {
 	case <-time.After(d):
 	}
 	return (cpuSeconds(pid) - before) / d.Seconds()
+}
+
+// managerPIDs are the running controller-manager replicas by component name.
+func managerPIDs(lf *localfleet.LocalFleet) map[string]int {
+	pids := map[string]int{}
+	for _, s := range lf.Status() {
+		if strings.HasPrefix(s.Name, "flotilla-controller-manager") && s.PID > 0 {
+			pids[s.Name] = s.PID
+		}
+	}
+	return pids
+}
+
+// shareOfReplicas says what each sharded replica holds beyond its idle memory, and its share
+// of what they hold together (issue goal: each <= 60% with 2).
+func shareOfReplicas(lf *localfleet.LocalFleet, idle map[string]int64, objects int) string {
+	grown := map[string]int64{}
+	var sum int64
+	for name, pid := range managerPIDs(lf) {
+		grown[name] = max(currentRSS(pid)-idle[name], 0)
+		sum += grown[name]
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(grown)) {
+		share := 0.0
+		if sum > 0 {
+			share = float64(grown[name]) * 100 / float64(sum)
+		}
+		parts = append(parts, fmt.Sprintf("%s +%d MiB (%.1f KiB per member object, %.0f%%)", name, grown[name]>>20, float64(grown[name])/1024/float64(objects), share))
+	}
+	return "by replica, loaded minus idle: " + strings.Join(parts, "; ")
 }
 
 func managerPID(lf *localfleet.LocalFleet) int {

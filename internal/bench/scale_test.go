@@ -43,7 +43,7 @@ func TestReleaseWaves(t *testing.T) {
 
 // Options out of range are refused, naming the flag.
 func TestScaleOptionsValidate(t *testing.T) {
-	ok := ScaleOptions{Members: 5, Templates: 50, LatencySamples: 10, Lose: 2, FailoverReplicas: 2, Bake: time.Second, Idle: 10 * time.Second, Skip: []string{"ceiling", "failover"}}
+	ok := ScaleOptions{Members: 5, Templates: 50, LatencySamples: 10, Lose: 2, FailoverReplicas: 2, Bake: time.Second, Idle: 10 * time.Second, Skip: []string{"ceiling", "failover"}, ManagerReplicas: 2}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid options refused: %v", err)
 	}
@@ -60,6 +60,8 @@ func TestScaleOptionsValidate(t *testing.T) {
 		{func(o *ScaleOptions) { o.Bake = -time.Second }, "--bake -1s"},
 		{func(o *ScaleOptions) { o.Idle = time.Millisecond }, "--idle 1ms: give at least 1s"},
 		{func(o *ScaleOptions) { o.Skip = []string{"release", "restart"} }, "--skip restart: give one of ceiling, release, failover"},
+		{func(o *ScaleOptions) { o.ManagerReplicas = 0 }, "--manager-replicas 0: give 1 to 8"},
+		{func(o *ScaleOptions) { o.ManagerReplicas = 9 }, "--manager-replicas 9"},
 	} {
 		o := ok
 		tt.change(&o)

@@ -308,7 +308,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, profile localfl
 }
 
 func newBenchScaleCommand(g *globals) *cobra.Command {
-	o := bench.ScaleOptions{Members: 100, Templates: 1000, LatencySamples: 50, FailoverReplicas: 2, Bake: 5 * time.Second, Idle: 30 * time.Second}
+	o := bench.ScaleOptions{Members: 100, Templates: 1000, LatencySamples: 50, FailoverReplicas: 2, Bake: 5 * time.Second, Idle: 30 * time.Second, ManagerReplicas: 1}
 	var profile string
 	var managerArgs []string
 	var grace time.Duration
@@ -349,7 +349,9 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 			defer stop()
 			fmt.Fprintf(g.streams.Out, "starting a fleet of %d %s members...\n", o.Members, p)
 			start := time.Now()
-			lf, cleanup, err := bench.StartFleetOf(ctx, g.binDir, exe, crdYAML(), localfleet.GeneratedFleet(o.Members, p), args)
+			fleet := localfleet.GeneratedFleet(o.Members, p)
+			fleet.Manager = &localfleet.ManagerSettings{Replicas: o.ManagerReplicas}
+			lf, cleanup, err := bench.StartFleetOf(ctx, g.binDir, exe, crdYAML(), fleet, args)
 			if err != nil {
 				return err
 			}
@@ -368,6 +370,7 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 	f.DurationVar(&o.Bake, "bake", o.Bake, "bakeTime gate of each release wave")
 	f.DurationVar(&o.Idle, "idle", o.Idle, "how long the manager's idle CPU is measured, before and after the bulk run")
 	f.StringSliceVar(&o.Skip, "skip", nil, "phases left out, comma-separated: "+strings.Join(bench.ScalePhases, ", "))
+	f.IntVar(&o.ManagerReplicas, "manager-replicas", 1, fmt.Sprintf("controller-manager replicas sharing the members (1 to %d); each one's memory is printed", localfleet.MaxManagerReplicas))
 	f.DurationVar(&grace, "grace-period", 10*time.Second, "the controller-manager's --failover-grace-period")
 	f.StringArrayVar(&managerArgs, "manager-arg", nil, "a flag for the controller-manager under test, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060; repeatable")
 	return cmd
