@@ -25,12 +25,10 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -116,7 +114,7 @@ type Agent struct {
 	id   *identity
 	// anonymous registers (no client certificate); client carries the agent's certificate.
 	anonymous, client *http.Client
-	view              *clusterView
+	facts             ownClusterFacts
 	journal           *journal
 	// interpreters are the built-in ones and the platform's customizations, loaded while
 	// customizationsVersion names what the control plane last said.
@@ -146,11 +144,11 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		ns, name, _ := strings.Cut(o.IdentitySecret, "/")
 		store = secretStore{kube: kc, namespace: ns, name: name}
 	}
-	a := &Agent{opts: o, id: &identity{store: store}, view: &clusterView{name: o.Cluster}, journal: &journal{}}
-	a.view.ask = func(ctx context.Context) (pull.ClusterState, error) {
+	a := &Agent{opts: o, id: &identity{store: store}, journal: &journal{}}
+	a.facts = ownClusterFacts{name: o.Cluster, ask: func(ctx context.Context) (pull.ClusterState, error) {
 		var state pull.ClusterState
 		return state, a.get(ctx, pull.ClusterPath, &state)
-	}
+	}}
 	roots, err := serverRoots(o.CAFile)
 	if err != nil {
 		return err
@@ -199,7 +197,6 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 	}
 	go drainProbeEvents(ctx, members)
 	mirror := workstore.New()
-	a.view.Client = mgr.GetClient()
 	luavm.SetProcessLimits(luavm.ProcessLimits{})
 	a.interpreters, a.customizations = interpret.NewRegistry(luavm.Limits{}), map[string]bool{}
 	// Customized kinds are judged by their customization from the first Work on, when the
@@ -213,8 +210,8 @@ func Run(ctx context.Context, member *rest.Config, o Options) error {
 		log.Info("Restored the last Works received", "works", n, "customizations", restored)
 	}
 	customized = customized || restored
-	if err := (&execute.Executor{Client: mirror.Client(a.view), Works: mirror, Members: members,
-		Interpreters: a.interpreters, Agent: true, EveryReplica: true, Recorder: a.journal,
+	if err := (&execute.Executor{Client: mirror.Client(mgr.GetClient()), Works: mirror, Members: members,
+		Interpreters: a.interpreters, Agent: true, Clusters: a.facts, EveryReplica: true, Recorder: a.journal,
 		DriftCheckInterval: execute.DefaultDriftCheckInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the executor: %w", err)
 	}
@@ -302,41 +299,33 @@ func (c ownCluster) Leader() (string, string, bool) {
 }
 func (c ownCluster) Watch() <-chan struct{} { return nil }
 
-// clusterView serves the executor the agent's own Cluster (a Pull cluster) and passes
-// everything else to the member. The executor reads it only before it removes a deleted
-// Work's objects (whether the cluster is being unjoined, and its policy), so it is asked of
-// the control plane then: a cluster the control plane no longer knows was unjoined (what runs
+// ownClusterFacts answers the executor about the agent's own cluster, a Pull cluster. Whether
+// it is being unjoined, and with which policy, is asked of the control plane before a deleted
+// Work's objects are removed: a cluster the control plane refuses was unjoined (what runs
 // stays), and no answer is an error (nothing is deleted on a guess).
-type clusterView struct {
-	client.Client
+type ownClusterFacts struct {
 	name string
 	ask  func(context.Context) (pull.ClusterState, error)
 }
 
-func (v *clusterView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	cl, ok := obj.(*clusterv1alpha1.Cluster)
-	if !ok {
-		return v.Client.Get(ctx, key, obj, opts...)
-	}
-	if key.Name != v.name {
-		return fmt.Errorf("the agent of cluster %s knows no cluster %s", v.name, key.Name)
+func (f ownClusterFacts) Pull(_ context.Context, name string) bool { return name == f.name }
+
+func (f ownClusterFacts) Unjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy, error) {
+	if name != f.name {
+		return false, "", fmt.Errorf("the agent of cluster %s knows no cluster %s", f.name, name)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	state, err := v.ask(cctx)
+	state, err := f.ask(cctx)
 	cancel()
-	if err != nil && !final(err) {
-		return fmt.Errorf("asking the control plane about cluster %s: %w", v.name, err)
+	switch {
+	case err != nil && !final(err):
+		return false, "", fmt.Errorf("asking the control plane about cluster %s: %w", f.name, err)
+	case err != nil: // refused: the cluster was unjoined, and this agent with it
+		return true, clusterv1alpha1.ClusterDeletionOrphan, nil
+	case !state.Unjoining:
+		return false, "", nil
+	case state.DeletionPolicy == "":
+		return true, clusterv1alpha1.ClusterDeletionOrphan, nil
 	}
-	if err != nil { // refused: the cluster was unjoined, and this agent with it
-		state = pull.ClusterState{Unjoining: true, DeletionPolicy: clusterv1alpha1.ClusterDeletionOrphan}
-	}
-	*cl = clusterv1alpha1.Cluster{}
-	cl.Name = v.name
-	cl.Spec.SyncMode = clusterv1alpha1.SyncModePull
-	if state.Unjoining {
-		now := metav1.Now()
-		cl.DeletionTimestamp = &now
-		cl.Spec.DeletionPolicy = state.DeletionPolicy
-	}
-	return nil
+	return true, state.DeletionPolicy, nil
 }

@@ -105,6 +105,9 @@ type Executor struct {
 	// Pull clusters (its own; the agent's mirror holds no others), and the controller-manager's
 	// executor leaves them alone.
 	Agent bool
+	// Clusters answers what the executor must know of a Work's cluster; nil reads the
+	// Cluster objects through Client.
+	Clusters Clusters
 	// EveryReplica runs the executor on every controller-manager replica, not only the
 	// leader: sharded, Works holds this replica's clusters' Works only (see package worksync).
 	EveryReplica bool
@@ -244,8 +247,10 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	cluster := w.Labels[workv1alpha1.ClusterLabel]
-	if pull, ready := e.pullCluster(ctx, cluster); pull != e.Agent {
-		return ctrl.Result{}, e.releaseUnreachablePull(ctx, w, cluster, pull, ready)
+	if e.clusters().Pull(ctx, cluster) != e.Agent {
+		// A Pull cluster's Works are its agent's (the cluster controller lets them go when the
+		// agent is silent at unjoin); an agent applies no others.
+		return ctrl.Result{}, nil
 	}
 	health, connected := e.Members.Health(cluster)
 	// Unknown (not probed yet, just after a restart) is not a failure: the Works say what they
@@ -290,7 +295,7 @@ func (e *Executor) remove(ctx context.Context, key types.NamespacedName, cluster
 		return ctrl.Result{}, nil
 	}
 	policy := w.Spec.DeletionPolicy
-	unjoining, clusterPolicy, err := e.clusterUnjoining(ctx, cluster)
+	unjoining, clusterPolicy, err := e.clusters().Unjoining(ctx, cluster)
 	if err != nil {
 		// An agent that cannot ask whether its cluster is being unjoined deletes nothing on a
 		// guess: the cluster's policy (Orphan by default) may be the one that holds.
@@ -1079,9 +1084,6 @@ func usedByAnotherWork(works []workv1alpha1.Work, self *workv1alpha1.Work, obj *
 
 func ptrUID(u types.UID) *types.UID { return &u }
 
-// clusterUnjoining says whether a Work's cluster is being deleted (unjoined), and its
-// deletion policy (Orphan when unset): the cluster's policy then decides what happens to the
-// member objects, whatever the binding's own deletion rule.
 // connecting says whether this replica is about to connect to cluster: sharded, the cluster
 // controller connects to a cluster a moment after this replica takes it, unless its
 // credentials are refused.
@@ -1097,45 +1099,36 @@ func (e *Executor) connecting(ctx context.Context, name string) bool {
 	return ready == nil || ready.Reason != clusterv1alpha1.ReasonCredentialsInvalid
 }
 
-// pullCluster says whether cluster is a Pull member, and whether it is Ready.
-func (e *Executor) pullCluster(ctx context.Context, name string) (pull, ready bool) {
-	if e.Agent {
-		return true, true // an agent holds its own cluster's Works only
-	}
-	cl := &clusterv1alpha1.Cluster{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
-		return false, false // gone: its Works are drained as a Push cluster's are
-	}
-	return cl.Spec.SyncMode == clusterv1alpha1.SyncModePull, meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady)
+// Clusters tells the executor what it must know of a Work's cluster besides its connection.
+// The controller-manager's reads the Cluster objects; an agent's asks the control plane.
+type Clusters interface {
+	// Pull says whether the cluster is a Pull member, whose agent applies its Works.
+	Pull(ctx context.Context, name string) bool
+	// Unjoining says whether the cluster is being unjoined, and its deletionPolicy (Orphan
+	// when unset), which then decides over the Work's own; an error when that cannot be told,
+	// and nothing is deleted on a guess.
+	Unjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy, error)
 }
 
-// releaseUnreachablePull lets a Pull member's deleted Work go when the member is unjoined and
-// its agent silent: nobody can carry out the deletion there, and the Cluster would wait for
-// ever. What runs there stays, as for an unreachable Push member.
-func (e *Executor) releaseUnreachablePull(ctx context.Context, w *workv1alpha1.Work, cluster string, pull, ready bool) error {
-	if !pull || ready || w.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(w, names.ExecutorFinalizer) {
-		return nil
+func (e *Executor) clusters() Clusters {
+	if e.Clusters != nil {
+		return e.Clusters
 	}
-	if unjoining, _, _ := e.clusterUnjoining(ctx, cluster); !unjoining {
-		return nil
-	}
-	patch := client.MergeFrom(w.DeepCopy())
-	controllerutil.RemoveFinalizer(w, names.ExecutorFinalizer)
-	return client.IgnoreNotFound(e.Client.Patch(ctx, w, patch))
+	return clusterObjects{e.Client}
 }
 
-// clusterUnjoining says whether the cluster is being unjoined and with which policy. An
-// agent's reading can fail (its control plane is away): then it says so, and nothing is
-// deleted on a guess.
-func (e *Executor) clusterUnjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy, error) {
+// clusterObjects reads the control plane's Cluster objects; a Cluster gone is neither Pull
+// nor being unjoined (its Works are drained as any others).
+type clusterObjects struct{ client.Reader }
+
+func (c clusterObjects) Pull(ctx context.Context, name string) bool {
 	cl := &clusterv1alpha1.Cluster{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
-		if e.Agent {
-			return false, "", err
-		}
-		return false, "", nil
-	}
-	if cl.DeletionTimestamp.IsZero() {
+	return c.Get(ctx, client.ObjectKey{Name: name}, cl) == nil && cl.Spec.SyncMode == clusterv1alpha1.SyncModePull
+}
+
+func (c clusterObjects) Unjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy, error) {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.DeletionTimestamp.IsZero() {
 		return false, "", nil
 	}
 	if cl.Spec.DeletionPolicy == "" {
