@@ -30,7 +30,9 @@ type secrets struct{ client.Client }
 func (s secrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	return s.Client.Get(ctx, key, obj)
 }
-func (s secrets) Create(ctx context.Context, obj client.Object) error { return s.Client.Create(ctx, obj) }
+func (s secrets) Create(ctx context.Context, obj client.Object) error {
+	return s.Client.Create(ctx, obj)
+}
 
 // An agent whose certificate has less than a third of its life left renews it on its own
 // heartbeats, against a real control plane: it keeps the new key and certificate where it
