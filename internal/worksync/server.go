@@ -130,14 +130,16 @@ func ServeFollow(w http.ResponseWriter, r *http.Request, store *workstore.Store,
 	defer cancel()
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
+	synced := false
 	write := func(e workstore.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if err := enc.Encode(e); err != nil {
 			return err
 		}
-		if e.Type == workstore.Added {
-			return nil // flushed with Synced, in bulk
+		synced = synced || e.Type == workstore.Synced
+		if !synced {
+			return nil // the first listing is flushed with Synced, in bulk
 		}
 		return rc.Flush()
 	}

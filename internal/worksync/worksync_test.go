@@ -278,3 +278,57 @@ func TestARedirectedReplicaSendsNoCredentials(t *testing.T) {
 		t.Fatal("the replica's token reached a server outside the replicas' CA")
 	}
 }
+
+// A Works stream outlives the server's read and write timeouts: a follower kept listening
+// past them still gets the next change, instead of being cut and listing everything again.
+// A Work added after the first listing arrives at once, not with the next ping.
+func TestAStreamOutlivesTheServersTimeoutsAndDeliversNewWorksAtOnce(t *testing.T) {
+	store := workstore.New()
+	w := newWork("m1", "first")
+	w.Labels = map[string]string{workv1alpha1.ClusterLabel: "m1"}
+	if err := store.Client(nil).Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ServeFollow(w, r, store, []string{"m1"})
+	}))
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+FollowPath, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	next := func() (workstore.Event, error) {
+		for {
+			var e workstore.Event
+			if err := dec.Decode(&e); err != nil || e.Type != "" {
+				return e, err
+			}
+		}
+	}
+	for e, err := next(); e.Type != workstore.Synced; e, err = next() {
+		if err != nil {
+			t.Fatalf("reading the first listing: %v", err)
+		}
+	}
+	time.Sleep(time.Second) // five times the server's timeouts
+	later := newWork("m1", "later")
+	later.Labels = map[string]string{workv1alpha1.ClusterLabel: "m1"}
+	if err := store.Client(nil).Create(context.Background(), later); err != nil {
+		t.Fatal(err)
+	}
+	added := time.Now()
+	e, err := next()
+	if time.Since(added) > pingEvery/2 {
+		t.Errorf("the new Work arrived %s after it was added; want it flushed at once, not with a ping", time.Since(added))
+	}
+	if err != nil || e.Work == nil || e.Work.Name != "later" {
+		t.Fatalf("after the timeouts passed: %+v, %v; want the new Work on the same stream", e, err)
+	}
+}
