@@ -12,17 +12,16 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/flotilla-dev/flotilla/internal/kube"
 )
 
 // ManagedSelector selects the member objects Flotilla applied; only those are watched.
 const ManagedSelector = "work.flotilla.dev/managed-by=flotilla"
 
-// ObjectEvent says that a managed member object changed.
+// ObjectEvent says that a managed member object changed. Object holds the object's name,
+// namespace and annotations; read the whole object with CachedObject.
 type ObjectEvent struct {
 	Cluster string
-	Object  *unstructured.Unstructured
+	Object  metav1.Object
 }
 
 // objectWatches is the member-side part of a connection: a REST mapper and one informer per
@@ -74,16 +73,15 @@ func (c *Cache) WatchObjects(cluster string, gvr schema.GroupVersionResource, on
 		return nil
 	}
 	inf := m.objects.factory.ForResource(gvr).Informer()
-	if err := inf.SetTransform(kube.TrimMemberObject); err != nil {
+	if err := inf.SetTransform(compactMemberObject); err != nil {
 		return err
 	}
 	send := func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			onEvent(ObjectEvent{Cluster: cluster, Object: u})
-		} else if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			if u, ok := d.Obj.(*unstructured.Unstructured); ok {
-				onEvent(ObjectEvent{Cluster: cluster, Object: u})
-			}
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if co, ok := obj.(*compactObject); ok {
+			onEvent(ObjectEvent{Cluster: cluster, Object: co})
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -97,7 +95,8 @@ func (c *Cache) WatchObjects(cluster string, gvr schema.GroupVersionResource, on
 }
 
 // CachedObject returns a managed member object from the member's informer, once synced; ok is
-// false when it is not known (not watched, not synced or absent).
+// false when it is not known (not watched, not synced or absent). The object is decoded on each
+// call (see compact.go): it is the caller's own.
 func (c *Cache) CachedObject(cluster string, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool) {
 	m, err := c.member(cluster)
 	if err != nil {
@@ -117,8 +116,15 @@ func (c *Cache) CachedObject(cluster string, gvr schema.GroupVersionResource, na
 	if err != nil || !exists {
 		return nil, false
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	return u, ok
+	co, ok := obj.(*compactObject)
+	if !ok {
+		return nil, false
+	}
+	u, err := co.object()
+	if err != nil {
+		return nil, false // not possible: the JSON was encoded from a decoded object
+	}
+	return u, true
 }
 
 // WaitObjectsSynced waits briefly for a member's object informer of gvr to sync.

@@ -44,8 +44,8 @@ func TrimControlPlaneObject(in any) (any, error) {
 	return in, nil
 }
 
-// TrimMemberObject is the transform of the member object informers (unstructured objects
-// Flotilla applied). The executor reads three things of a member object's managedFields: that
+// TrimMemberObject is the first step of the member object informers' transform (unstructured
+// objects Flotilla applied; clustercache then keeps them as JSON). The executor reads three things of a member object's managedFields: that
 // Flotilla's field manager applied fields of it (whether an unlabelled object is still
 // Flotilla's), who wrote through the scale subresource (a change of scale ownership may be
 // drift), and whether that writer owns spec.replicas (then Flotilla leaves replicas to it).
