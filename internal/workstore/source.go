@@ -69,7 +69,8 @@ func (s *Store) publish(c change) {
 
 // Source returns a source for a controller (WatchesRawSource): when started it delivers a
 // Create for every stored Work, then every write, in order, to h, filtered by preds. Each call
-// returns a source that can be started once.
+// returns a source that can be started once. The events carry the stored Works: h and preds
+// must not change them.
 func (s *Store) Source(h handler.EventHandler, preds ...predicate.Predicate) source.Source {
 	return &workSource{store: s, handler: h, predicates: preds, synced: make(chan struct{})}
 }
@@ -142,10 +143,14 @@ func (s *Store) unsubscribe(sub *subscriber) {
 	delete(s.subscribers, sub)
 }
 
+// deliver hands one change to the handler. The events carry the stored Works themselves, as an
+// informer's events carry its cache's objects: a stored Work is never modified, and handlers and
+// predicates only read (copying each Work for each controller was 200 MiB of garbage while 5000
+// member objects were placed).
 func (src *workSource) deliver(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request], c change) {
 	switch c.kind {
 	case created:
-		e := event.CreateEvent{Object: c.now.DeepCopy(), IsInInitialList: c.initial}
+		e := event.CreateEvent{Object: c.now, IsInInitialList: c.initial}
 		for _, p := range src.predicates {
 			if !p.Create(e) {
 				return
@@ -153,7 +158,7 @@ func (src *workSource) deliver(ctx context.Context, queue workqueue.TypedRateLim
 		}
 		src.handler.Create(ctx, e, queue)
 	case updated:
-		e := event.UpdateEvent{ObjectOld: c.before.DeepCopy(), ObjectNew: c.now.DeepCopy()}
+		e := event.UpdateEvent{ObjectOld: c.before, ObjectNew: c.now}
 		for _, p := range src.predicates {
 			if !p.Update(e) {
 				return
@@ -161,7 +166,7 @@ func (src *workSource) deliver(ctx context.Context, queue workqueue.TypedRateLim
 		}
 		src.handler.Update(ctx, e, queue)
 	case deleted:
-		e := event.DeleteEvent{Object: c.now.DeepCopy()}
+		e := event.DeleteEvent{Object: c.now}
 		for _, p := range src.predicates {
 			if !p.Delete(e) {
 				return
