@@ -96,7 +96,8 @@ func (c *Controller) aggregate(ctx context.Context, b workv1alpha1.Binding, tmpl
 	c.setConditions(b, status, g)
 	summarize(status, len(bs.Clusters) > 0, b.GetGeneration())
 	c.Board.Put(b, status)
-	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) && !c.wroteAlready(b, status)
+	wrote := c.wroteAlready(b, status) // first: it also forgets a record the cache has passed
+	changed := !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) && !wrote
 	if wait := c.progressWait(b, status, changed); wait > 0 {
 		return wait, nil
 	}
@@ -367,14 +368,21 @@ type writtenStatus struct {
 }
 
 // wroteAlready says whether status is what this controller wrote last, over the cached
-// binding it still sees.
+// binding it still sees. A record made over an older binding than the cached one can never
+// match again (the cache only moves forward), so it goes with the status copy it holds, which
+// would otherwise stay for the binding's life.
 func (c *Controller) wroteAlready(b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus) bool {
-	v, ok := c.statusWritten.Load(client.ObjectKeyFromObject(b))
+	key := client.ObjectKeyFromObject(b)
+	v, ok := c.statusWritten.Load(key)
 	if !ok {
 		return false
 	}
 	w := v.(writtenStatus)
-	return w.before == b.GetResourceVersion() && apiequality.Semantic.DeepEqual(w.status, status)
+	if w.before != b.GetResourceVersion() {
+		c.statusWritten.CompareAndDelete(key, v)
+		return false
+	}
+	return apiequality.Semantic.DeepEqual(w.status, status)
 }
 
 // withoutDetails is a binding status without the members' own status objects.
