@@ -196,8 +196,7 @@ func (s *Store) Apply(r Report) error {
 	if !ok || old.UID != r.UID {
 		return apierrors.NewNotFound(workResource, r.Name)
 	}
-	next := old.DeepCopy()
-	next.Status = given.Status
+	next := withStatus(old, given.Status)
 	if old.DeletionTimestamp == nil {
 		next.Finalizers = slices.Clone(r.Finalizers)
 	} else {

@@ -315,8 +315,7 @@ func (s *Store) updateStatus(w *workv1alpha1.Work, dryRun bool) error {
 	if err != nil {
 		return err
 	}
-	next := old.DeepCopy()
-	next.Status = given.Status
+	next := withStatus(old, given.Status)
 	*w = *s.commit(old, next, dryRun).DeepCopy()
 	return nil
 }
@@ -353,9 +352,7 @@ func (s *Store) patch(w *workv1alpha1.Work, patch client.Patch, status, dryRun b
 	}
 	var stored *workv1alpha1.Work
 	if status {
-		next := old.DeepCopy()
-		next.Status = patched.Status
-		stored = s.commit(old, next, dryRun)
+		stored = s.commit(old, withStatus(old, patched.Status), dryRun)
 	} else if stored, err = s.writeMain(old, patched, dryRun); err != nil {
 		return err
 	}
@@ -537,6 +534,13 @@ func (s *Store) deleteAllOf(opts *client.DeleteAllOfOptions) error {
 // normalize returns a copy of w as the apiserver would store it: through JSON, so that a Work
 // read back equals one written (timestamps to the second, raw manifests compacted, empty maps
 // dropped) and comparisons find only real changes.
+// withStatus is old with another status, to store in its place. Its spec is old's, shared, not
+// copied: a stored Work is never modified, and a status write would otherwise copy every
+// manifest of the Work (most of its size) once more.
+func withStatus(old *workv1alpha1.Work, status workv1alpha1.WorkStatus) *workv1alpha1.Work {
+	return &workv1alpha1.Work{TypeMeta: old.TypeMeta, ObjectMeta: *old.ObjectMeta.DeepCopy(), Spec: old.Spec, Status: status}
+}
+
 func normalize(w *workv1alpha1.Work) (*workv1alpha1.Work, error) {
 	data, err := json.Marshal(w)
 	if err != nil {
