@@ -36,6 +36,15 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+func TestGCPercent(t *testing.T) {
+	if got, ok := gcPercent(func(string) (string, bool) { return "", false }); !ok || got != defaultGCPercent {
+		t.Errorf("without GOGC: %d, %v; want %d, true", got, ok, defaultGCPercent)
+	}
+	if _, ok := gcPercent(func(string) (string, bool) { return "200", true }); ok {
+		t.Error("with GOGC=200: a percent to set; want the runtime's (GOGC) left alone")
+	}
+}
+
 func TestCgroupMemoryLimit(t *testing.T) {
 	write := func(t *testing.T, path, data string) {
 		t.Helper()
