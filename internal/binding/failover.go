@@ -32,7 +32,7 @@ func (c *Controller) clusterState(ctx context.Context, b workv1alpha1.Binding, c
 	bs := b.BindingSpec()
 	cs.Suspended = bs.Suspended(cs.Cluster)
 	cl := &clusterv1alpha1.Cluster{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: cs.Cluster}, cl); err == nil && !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: cs.Cluster}, cl, client.UnsafeDisableDeepCopy); err == nil && !meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) {
 		cs.Lost, cs.Health = true, workv1alpha1.HealthUnknown
 		cs.Message = fmt.Sprintf("cluster %s is not Ready; the workload there is lost until it returns", cs.Cluster)
 	}
@@ -304,7 +304,7 @@ func (p *failoverPass) moveOffDegraded(ctx context.Context) {
 // clusterBack reports a cluster that is Ready and no longer tainted unreachable.
 func (c *Failover) clusterBack(ctx context.Context, name string) bool {
 	cl := &clusterv1alpha1.Cluster{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cl, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
 	return meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) && !kube.Unreachable(cl)

@@ -251,7 +251,9 @@ func (c *Controller) writeWorks(ctx context.Context, p *pass) (written, error) {
 func (c *Controller) writeClusterWork(ctx context.Context, p *pass, t workv1alpha1.TargetCluster, rules []namedRule, routed []trafficSource,
 	revisions map[int64]*unstructured.Unstructured, out *written) (bool, error) {
 	cl := &clusterv1alpha1.Cluster{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl); err != nil {
+	// Read only, so not copied: a pass reads each of its clusters, and a Cluster carries its
+	// member's whole discovery.
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: t.Name}, cl, client.UnsafeDisableDeepCopy); err != nil {
 		out.clusterGone = apierrors.IsNotFound(err)
 		return false, client.IgnoreNotFound(err)
 	}

@@ -1123,12 +1123,12 @@ type clusterObjects struct{ client.Reader }
 
 func (c clusterObjects) Pull(ctx context.Context, name string) bool {
 	cl := &clusterv1alpha1.Cluster{}
-	return c.Get(ctx, client.ObjectKey{Name: name}, cl) == nil && cl.Spec.SyncMode == clusterv1alpha1.SyncModePull
+	return c.Get(ctx, client.ObjectKey{Name: name}, cl, client.UnsafeDisableDeepCopy) == nil && cl.Spec.SyncMode == clusterv1alpha1.SyncModePull
 }
 
 func (c clusterObjects) Unjoining(ctx context.Context, name string) (bool, clusterv1alpha1.ClusterDeletionPolicy, error) {
 	cl := &clusterv1alpha1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.DeletionTimestamp.IsZero() {
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, cl, client.UnsafeDisableDeepCopy); err != nil || cl.DeletionTimestamp.IsZero() {
 		return false, "", nil
 	}
 	if cl.Spec.DeletionPolicy == "" {

@@ -658,7 +658,7 @@ func (l *lazyContext) removalCause(cluster string) (string, string) {
 	// The eviction task may be over by the time the member's status goes: the cluster's
 	// unreachable taint still tells.
 	cl := &clusterv1alpha1.Cluster{}
-	if l.h.Client.Get(l.ctx, client.ObjectKey{Name: cluster}, cl) == nil && kube.Unreachable(cl) {
+	if l.h.Client.Get(l.ctx, client.ObjectKey{Name: cluster}, cl, client.UnsafeDisableDeepCopy) == nil && kube.Unreachable(cl) {
 		return history.CauseFailover, "moved off " + cluster + ": the cluster is unreachable (failover)"
 	}
 	return history.CausePlacement, fmt.Sprintf("no longer placed on %s by %s", cluster, l.placedBy())
