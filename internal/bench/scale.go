@@ -43,6 +43,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/api/policy/v1alpha1"
+	rolloutv1alpha1 "github.com/flotilla-dev/flotilla/api/rollout/v1alpha1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/localfleet"
@@ -65,6 +66,9 @@ type ScaleOptions struct {
 	Idle time.Duration
 	// Skip names phases not run: ScalePhases lists them.
 	Skip []string
+	// ReleaseLose is how many clusters of the release's last wave are stopped once its first
+	// wave began (0: none); the release must finish on the others, and they start again after.
+	ReleaseLose int
 	// ManagerReplicas is how many controller-manager replicas share the members (1: unsharded);
 	// the fleet is started with them, and each one's memory is printed.
 	ManagerReplicas int
@@ -85,6 +89,8 @@ func (o ScaleOptions) Validate() error {
 		return fmt.Errorf("--manager-replicas %d: give 1 to %d", o.ManagerReplicas, localfleet.MaxManagerReplicas)
 	case o.Templates < 1:
 		return fmt.Errorf("--templates %d: give at least 1", o.Templates)
+	case o.ReleaseLose < 0 || o.ReleaseLose >= len(releaseWaves(make([]string, o.Members))[2]):
+		return fmt.Errorf("--release-lose %d: give 0 to fewer than the last wave's %d clusters", o.ReleaseLose, len(releaseWaves(make([]string, o.Members))[2]))
 	case o.LatencySamples < 1:
 		return fmt.Errorf("--latency-samples %d: give at least 1", o.LatencySamples)
 	case o.Lose < 1 || o.Lose >= o.Members:
@@ -103,6 +109,9 @@ func (o ScaleOptions) Validate() error {
 	}
 	return nil
 }
+
+// DefaultReleaseLose is the --release-lose of n members: 5, or a quarter of a smaller fleet.
+func DefaultReleaseLose(n int) int { return min(5, n/4) }
 
 // DefaultLose is the --lose of n members: 10 clusters, or half the fleet when it is smaller.
 func DefaultLose(n int) int { return max(1, min(10, n/2)) }
@@ -251,7 +260,7 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 
 	// 4. A release in waves of 1%/10%/89%.
 	if !o.skips("release") {
-		if err := scaleRelease(ctx, c, timeline, o.Bake, out); err != nil {
+		if err := scaleRelease(ctx, lf, c, timeline, o, out); err != nil {
 			return err
 		}
 	}
@@ -570,8 +579,10 @@ func managerQueueDepth(ctx context.Context, lf *localfleet.LocalFleet) (float64,
 // scaleRelease releases one Deployment over every member in waves of 1%, 10% and 89%, each
 // wave gated by health and bake, and prints each wave's overhead beyond its gates: from the
 // previous wave's last cluster available plus its bake (or from the change, for the first) to
-// the wave's first apply.
-func scaleRelease(ctx context.Context, c *clients, timeline *memberTimeline, bake time.Duration, out io.Writer) error {
+// the wave's first apply. o.ReleaseLose clusters of the last wave are stopped once the first
+// wave began: the release must finish on the others (failover declares them lost).
+func scaleRelease(ctx context.Context, lf *localfleet.LocalFleet, c *clients, timeline *memberTimeline, o ScaleOptions, out io.Writer) error {
+	bake := o.Bake
 	waves := releaseWaves(c.members)
 	waveNames := [3]string{"one-percent", "ten-percent", "the-rest"}
 	var spec []policyv1alpha1.Wave
@@ -622,8 +633,33 @@ func scaleRelease(ctx context.Context, c *clients, timeline *memberTimeline, bak
 	if err := c.cp.Update(ctx, cur); err != nil {
 		return err
 	}
-	if err := poll(ctx, 20*time.Minute, all(timeline.available, image(2))); err != nil {
+	stopped := waves[2][len(waves[2])-o.ReleaseLose:]
+	if len(stopped) > 0 {
+		waves[2] = waves[2][:len(waves[2])-len(stopped)]
+		if err := poll(ctx, 10*time.Minute, func() bool { _, ok := timeline.at(timeline.applied, image(2), waves[0][0]); return ok }); err != nil {
+			return fmt.Errorf("release: the first wave never began: %w", err)
+		}
+		for _, m := range stopped {
+			if err := lf.StopMember(m); err != nil {
+				return err
+			}
+		}
+	}
+	left := slices.Concat(waves[0], waves[1], waves[2])
+	done := func() bool {
+		for _, m := range left {
+			if _, ok := timeline.at(timeline.available, image(2), m); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if err := poll(ctx, 20*time.Minute, done); err != nil {
 		return fmt.Errorf("release: %w", err)
+	}
+	phase, finished, err := releaseOutcome(ctx, c.cp, scaleReleaseNS, 20*time.Minute)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "4. release over %d clusters in waves of %d/%d/%d, bake %s per wave:\n", len(c.members), len(waves[0]), len(waves[1]), len(waves[2]), bake)
 	gatesPassed := start
@@ -640,7 +676,52 @@ func scaleRelease(ctx context.Context, c *clients, timeline *memberTimeline, bak
 		gatesPassed, last = lastAvailable.Add(bake), lastAvailable
 	}
 	fmt.Fprintf(out, "   total: change -> last cluster available %s (gates: health and %s bake x 3); the overhead per wave is its first apply after the gates passed\n", last.Sub(start).Round(time.Millisecond), bake)
-	return nil
+	fmt.Fprintf(out, "   the Release %s %s after the change", phase, finished.Sub(start).Round(time.Millisecond))
+	if len(stopped) == 0 {
+		fmt.Fprintln(out)
+		return nil
+	}
+	fmt.Fprintf(out, ", on the %d clusters left: %d of the last wave (%s) were stopped once the first wave began\n", len(left), len(stopped), strings.Join(stopped, ", "))
+	for _, m := range stopped {
+		if err := lf.StartMember(ctx, m); err != nil {
+			return err
+		}
+	}
+	// Back in the fleet (Ready, untainted) before the next phase counts on them.
+	return poll(ctx, 10*time.Minute, func() bool {
+		list := &clusterv1alpha1.ClusterList{}
+		if c.cp.List(ctx, list) != nil {
+			return false
+		}
+		for _, cl := range list.Items {
+			if slices.Contains(stopped, cl.Name) && (!meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1alpha1.ConditionReady) || kube.Unreachable(&cl)) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// releaseOutcome waits for the latest Release in ns to end and says how and when.
+func releaseOutcome(ctx context.Context, c client.Client, ns string, timeout time.Duration) (rolloutv1alpha1.ReleasePhase, time.Time, error) {
+	var phase rolloutv1alpha1.ReleasePhase
+	var at time.Time
+	err := poll(ctx, timeout, func() bool {
+		list := &rolloutv1alpha1.ReleaseList{}
+		if c.List(ctx, list, client.InNamespace(ns)) != nil || len(list.Items) == 0 {
+			return false
+		}
+		latest := slices.MaxFunc(list.Items, func(a, b rolloutv1alpha1.Release) int { return int(a.Spec.Revision - b.Spec.Revision) })
+		if latest.Status.CompletedAt == nil {
+			return false
+		}
+		phase, at = latest.Status.Phase, latest.Status.CompletedAt.Time
+		return true
+	})
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("release: it never ended: %w", err)
+	}
+	return phase, at, nil
 }
 
 // span is when the first cluster of w applied img, the last applied it and the last ran it

@@ -61,12 +61,26 @@ func TestScaleOptionsValidate(t *testing.T) {
 		{func(o *ScaleOptions) { o.Idle = time.Millisecond }, "--idle 1ms: give at least 1s"},
 		{func(o *ScaleOptions) { o.Skip = []string{"release", "restart"} }, "--skip restart: give one of ceiling, release, failover"},
 		{func(o *ScaleOptions) { o.ManagerReplicas = 0 }, "--manager-replicas 0: give 1 to 8"},
+		{func(o *ScaleOptions) { o.ReleaseLose = 3 }, "--release-lose 3: give 0 to fewer than the last wave's 3 clusters"},
+		{func(o *ScaleOptions) { o.ReleaseLose = -1 }, "--release-lose -1"},
 		{func(o *ScaleOptions) { o.ManagerReplicas = 9 }, "--manager-replicas 9"},
 	} {
 		o := ok
 		tt.change(&o)
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Validate() = %v, want an error containing %q", err, tt.want)
+		}
+	}
+}
+
+func TestDefaultReleaseLose(t *testing.T) {
+	for n, want := range map[int]int{3: 0, 5: 1, 20: 5, 100: 5} {
+		if got := DefaultReleaseLose(n); got != want {
+			t.Errorf("DefaultReleaseLose(%d) = %d, want %d", n, got, want)
+		}
+		o := ScaleOptions{Members: n, Templates: 1, LatencySamples: 1, Lose: DefaultLose(n), FailoverReplicas: 1, Idle: time.Second, ManagerReplicas: 1, ReleaseLose: DefaultReleaseLose(n)}
+		if err := o.Validate(); err != nil {
+			t.Errorf("the defaults of %d members: %v", n, err)
 		}
 	}
 }

@@ -324,6 +324,9 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 			if !cmd.Flags().Changed("lose") {
 				o.Lose = bench.DefaultLose(o.Members)
 			}
+			if !cmd.Flags().Changed("release-lose") {
+				o.ReleaseLose = bench.DefaultReleaseLose(o.Members)
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -370,6 +373,7 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 	f.DurationVar(&o.Bake, "bake", o.Bake, "bakeTime gate of each release wave")
 	f.DurationVar(&o.Idle, "idle", o.Idle, "how long the manager's idle CPU is measured, before and after the bulk run")
 	f.StringSliceVar(&o.Skip, "skip", nil, "phases left out, comma-separated: "+strings.Join(bench.ScalePhases, ", "))
+	f.IntVar(&o.ReleaseLose, "release-lose", 5, "clusters of the release's last wave stopped once its first wave began; the release must finish on the others; default 5, or a quarter of a smaller fleet")
 	f.IntVar(&o.ManagerReplicas, "manager-replicas", 1, fmt.Sprintf("controller-manager replicas sharing the members (1 to %d); each one's memory is printed", localfleet.MaxManagerReplicas))
 	f.DurationVar(&grace, "grace-period", 10*time.Second, "the controller-manager's --failover-grace-period")
 	f.StringArrayVar(&managerArgs, "manager-arg", nil, "a flag for the controller-manager under test, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060; repeatable")
