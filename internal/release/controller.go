@@ -23,10 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -94,6 +97,21 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	inScope := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return releasesInScope(ctx, mgr.GetClient(), o)
 	})
+	// A cluster failover declares lost (or that comes back) leaves (or rejoins) its waves now:
+	// nothing else about the binding changes when the taint comes, after its Ready went.
+	lostOrBack := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, oldOK := e.ObjectOld.(*clusterv1alpha1.Cluster)
+			cur, curOK := e.ObjectNew.(*clusterv1alpha1.Cluster)
+			return oldOK && curOK && kube.Unreachable(old) != kube.Unreachable(cur)
+		},
+	}
+	inProgress := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return releasesInProgress(ctx, mgr.GetClient())
+	})
 	bld := ctrl.NewControllerManagedBy(mgr).Named("release")
 	if c.Board != nil {
 		bld = bld.WatchesRawSource(c.Board.Source(releasesOf))
@@ -105,8 +123,24 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.ClusterResourceBinding{}, toRelease).
 		Watches(&rolloutv1alpha1.ChangeWindow{}, inScope).
 		Watches(&rolloutv1alpha1.ClusterChangeWindow{}, inScope).
+		Watches(&clusterv1alpha1.Cluster{}, inProgress, builder.WithPredicates(lostOrBack)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(kube.RequeueConflicts(c))
+}
+
+// releasesInProgress are every release not ended yet.
+func releasesInProgress(ctx context.Context, c client.Reader) []reconcile.Request {
+	list := &rolloutv1alpha1.ReleaseList{}
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if !Final(list.Items[i].Status.Phase) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // releasesOf are the releases a binding's change concerns: its latest revision's, and the one
