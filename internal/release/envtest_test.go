@@ -430,3 +430,43 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 		t.Errorf("revisions %+v: returning west must render revision 2", r)
 	}
 }
+
+// A cluster that stops while its wave waits for it is reported Lost by the binding when it
+// goes not Ready; failover's taint comes later and changes nothing on the binding. The
+// release must take the taint at once, not when its progress deadline (10 minutes here)
+// wakes it.
+func TestAClusterTaintedMidWaveLeavesTheReleaseAtOnce(t *testing.T) {
+	ctx := context.Background()
+	deadline := intstr.FromString("10m")
+	var stopped atomic.Bool
+	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		func(cur *workv1alpha1.ResourceBinding) {
+			healthyAsPinned(cur)
+			if stopped.Load() { // west runs revision 1 and stopped answering
+				cur.Status.Clusters[1] = workv1alpha1.ClusterStatus{Cluster: "west", Lost: true, Health: workv1alpha1.HealthUnknown, Revision: 1}
+			}
+		})
+	stableRevision1(t, c, b)
+	stopped.Store(true)
+	changeImage(t, c, "registry.example/web:2")
+	rel := &rolloutv1alpha1.Release{}
+	eventually(t, "wave second waiting for west", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && rel.Status.CurrentWave == 1
+	})
+	time.Sleep(time.Second) // the binding's status settles: nothing more changes on it
+	west := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
+		t.Fatal(err)
+	}
+	west.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
+	if err := c.Update(ctx, west); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "release r2 finished without west, long before its progress deadline", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && Final(rel.Status.Phase)
+	})
+	if rel.Status.Phase != rolloutv1alpha1.ReleaseSucceeded || !strings.Contains(rel.Status.Message, "west left it") {
+		t.Fatalf("release %s: %s; want Succeeded naming west", rel.Status.Phase, rel.Status.Message)
+	}
+}
