@@ -2,6 +2,8 @@ package agent
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -21,15 +23,7 @@ func TestTheAgentManifestRunsOneAgentThatKeepsItsIdentityInTheMember(t *testing.
 	kinds := map[string]int{}
 	var deployment appsv1.Deployment
 	var token corev1.Secret
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range manifestObjects(t, out) {
 		kinds[u.GetKind()]++
 		raw, _ := yaml.Marshal(u.Object)
 		switch u.GetKind() {
@@ -65,5 +59,24 @@ func TestTheAgentManifestRunsOneAgentThatKeepsItsIdentityInTheMember(t *testing.
 	}
 	if _, err := Manifest(ManifestOptions{Cluster: "store-42", ControlPlane: "http://cp.example", Token: "x", Image: "i"}); err == nil || !strings.Contains(err.Error(), "--control-plane-url") {
 		t.Errorf("a plain-http control plane: %v; want refused naming --control-plane-url", err)
+	}
+}
+
+// manifestObjects are the objects of a multi-document YAML manifest, in order.
+func manifestObjects(t *testing.T, manifest []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("the manifest does not decode: %v", err)
+			}
+			return objs
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
 	}
 }

@@ -247,6 +247,20 @@ func stableRevision1(t *testing.T, c client.Client, b *workv1alpha1.ResourceBind
 	})
 }
 
+// taintUnreachable marks a cluster as failover does once it stayed not Ready past the grace
+// period.
+func taintUnreachable(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
+	if err := c.Update(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -306,14 +320,7 @@ func TestReleaseFinishesWithoutALostCluster(t *testing.T) {
 			}
 		})
 	stableRevision1(t, c, b)
-	west := &clusterv1alpha1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
-		t.Fatal(err)
-	}
-	west.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
-	if err := c.Update(ctx, west); err != nil {
-		t.Fatal(err)
-	}
+	taintUnreachable(t, c, "west")
 	lost.Store(true)
 
 	changeImage(t, c, "registry.example/web:2")
@@ -378,14 +385,7 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 	})
 
 	// Failover: west tainted, its placement moved off with an eviction task.
-	west := &clusterv1alpha1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
-		t.Fatal(err)
-	}
-	west.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
-	if err := c.Update(ctx, west); err != nil {
-		t.Fatal(err)
-	}
+	taintUnreachable(t, c, "west")
 	eventually(t, "the placement moved off west", func() bool {
 		cur := binding()
 		cur.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "east", Replicas: 2}}
@@ -415,6 +415,10 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 	}
 
 	// West returns and is placed again: it renders the released, now stable, revision.
+	west := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
+		t.Fatal(err)
+	}
 	west.Spec.Taints = nil
 	if err := c.Update(ctx, west); err != nil {
 		t.Fatal(err)
@@ -455,14 +459,7 @@ func TestAClusterTaintedMidWaveLeavesTheReleaseAtOnce(t *testing.T) {
 		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && rel.Status.CurrentWave == 1
 	})
 	time.Sleep(time.Second) // the binding's status settles: nothing more changes on it
-	west := &clusterv1alpha1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "west"}, west); err != nil {
-		t.Fatal(err)
-	}
-	west.Spec.Taints = []clusterv1alpha1.Taint{{Key: names.UnreachableTaintKey, Effect: clusterv1alpha1.TaintEffectNoExecute}}
-	if err := c.Update(ctx, west); err != nil {
-		t.Fatal(err)
-	}
+	taintUnreachable(t, c, "west")
 	eventually(t, "release r2 finished without west, long before its progress deadline", func() bool {
 		return c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-deployment-r2"}, rel) == nil && Final(rel.Status.Phase)
 	})
