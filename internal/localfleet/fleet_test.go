@@ -154,3 +154,18 @@ func TestFleetProfiles(t *testing.T) {
 		t.Error("a fleet without profiles must equal itself and differ from its slim twin")
 	}
 }
+
+func TestEachReplicaIsProfiledOnItsOwnPort(t *testing.T) {
+	args := []string{"--pprof-bind-address=127.0.0.1:6000", "--pprof-bind-address=127.0.0.1:6060"}
+	if got := replicaPprof(args, 1); got != nil {
+		t.Errorf("the first replica keeps the flags as given; got %v", got)
+	}
+	if diff := cmp.Diff([]string{"--pprof-bind-address=127.0.0.1:6062"}, replicaPprof(args, 3)); diff != "" {
+		t.Errorf("the third replica profiles two ports after the last flag given (-want +got):\n%s", diff)
+	}
+	for _, given := range [][]string{nil, {"--pprof-bind-address=127.0.0.1:0"}, {"--pprof-bind-address=nonsense"}} {
+		if got := replicaPprof(given, 2); got != nil {
+			t.Errorf("%v: nothing to move, got %v", given, got)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -888,7 +889,7 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 		if replicas == 1 {
 			return nil
 		}
-		return []string{"--shard-identity=" + ReplicaIdentity(i)}
+		return append([]string{"--shard-identity=" + ReplicaIdentity(i)}, replicaPprof(f.opts.Manager.Args, i)...)
 	}
 	p := f.proc(managerComponent, managerComponent)
 	if !p.running() {
@@ -926,6 +927,27 @@ func (f *LocalFleet) startManager(ctx context.Context) error {
 		if err := f.awaitManager(ctx, replicaComponent(i), rp, health, ""); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// replicaPprof moves a profiled manager's --pprof-bind-address to the next port for each
+// further replica (host:port, port+1, ...), so every replica of a bench can be profiled.
+func replicaPprof(args []string, replica int) []string {
+	const flag = "--pprof-bind-address="
+	if replica == 1 {
+		return nil
+	}
+	for _, a := range slices.Backward(args) {
+		if !strings.HasPrefix(a, flag) {
+			continue
+		}
+		host, port, err := net.SplitHostPort(strings.TrimPrefix(a, flag))
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || n == 0 {
+			return nil // the manager refuses it, or picks a port itself
+		}
+		return []string{flag + net.JoinHostPort(host, strconv.Itoa(n+replica-1))}
 	}
 	return nil
 }
