@@ -112,10 +112,11 @@ func releaseFixtureOn(t *testing.T, rollout *policyv1alpha1.RolloutStrategy, rep
 			if c.Get(ctx, client.ObjectKeyFromObject(b), cur) != nil || cur.Spec.Revisions == nil {
 				continue
 			}
+			stored := cur.DeepCopy()
 			cur.Status.ObservedGeneration = cur.Generation
 			report(cur)
 			if board != nil {
-				board.Put(cur, &cur.Status)
+				board.Put(stored, &cur.Status) // worked out over the binding as stored
 				continue
 			}
 			_ = c.Status().Update(ctx, cur)

@@ -13,6 +13,8 @@ package statusboard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"sync"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -34,10 +36,13 @@ type Board struct {
 }
 
 type held struct {
-	uid    types.UID
+	uid types.UID
+	// status is nil when it is the binding's stored status, which readers then get: most
+	// bindings are written and settled, and a copy of each would double what the cache holds.
 	status *workv1alpha1.ResourceBindingStatus // never modified once held
-	// steps is status.Clusters without the members' own status objects: what readers act on.
-	steps []workv1alpha1.ClusterStatus
+	// steps is a digest of status.Clusters without the members' own status objects: what
+	// readers act on.
+	steps [sha256.Size]byte
 }
 
 type reader struct {
@@ -56,7 +61,12 @@ func (s *Board) Of(b workv1alpha1.Binding) (*workv1alpha1.ResourceBindingStatus,
 	s.mu.Lock()
 	h, ok := s.newest[client.ObjectKeyFromObject(b)]
 	s.mu.Unlock()
-	if !ok || h.uid != b.GetUID() || h.status.ObservedGeneration < stored.ObservedGeneration {
+	switch {
+	case !ok || h.uid != b.GetUID():
+		return stored, false
+	case h.status == nil: // worked out as stored
+		return stored, true
+	case h.status.ObservedGeneration < stored.ObservedGeneration:
 		return stored, false
 	}
 	return h.status, true
@@ -74,17 +84,15 @@ func (s *Board) Source(toRequests func(workv1alpha1.Binding) []reconcile.Request
 	})
 }
 
-// Put holds the status worked out for b and wakes the readers when a cluster's step changed.
-// The binding controller is its one caller outside tests.
+// Put holds the status worked out for b, the binding as stored, and wakes the readers when a
+// cluster's step changed. The binding controller is its one caller outside tests.
 func (s *Board) Put(b workv1alpha1.Binding, status *workv1alpha1.ResourceBindingStatus) {
 	if s == nil {
 		return
 	}
-	h := held{uid: b.GetUID(), status: status.DeepCopy()}
-	h.steps = make([]workv1alpha1.ClusterStatus, len(h.status.Clusters))
-	for i, cs := range h.status.Clusters {
-		cs.Status = nil
-		h.steps[i] = cs
+	h := held{uid: b.GetUID(), steps: stepsOf(status)}
+	if !apiequality.Semantic.DeepEqual(status, b.BindingStatus()) {
+		h.status = status.DeepCopy()
 	}
 	key := client.ObjectKeyFromObject(b)
 	s.mu.Lock()
@@ -95,7 +103,7 @@ func (s *Board) Put(b workv1alpha1.Binding, status *workv1alpha1.ResourceBinding
 	s.newest[key] = h
 	readers := s.readers
 	s.mu.Unlock()
-	if had && old.uid == h.uid && apiequality.Semantic.DeepEqual(old.steps, h.steps) {
+	if had && old.uid == h.uid && old.steps == h.steps {
 		return
 	}
 	for _, r := range readers {
@@ -113,4 +121,16 @@ func (s *Board) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	delete(s.newest, key)
 	s.mu.Unlock()
+}
+
+// stepsOf digests each cluster's step (its status without the member's own status object,
+// the one raw field, so the encoding cannot fail).
+func stepsOf(status *workv1alpha1.ResourceBindingStatus) [sha256.Size]byte {
+	steps := make([]workv1alpha1.ClusterStatus, len(status.Clusters))
+	for i, cs := range status.Clusters {
+		cs.Status = nil
+		steps[i] = cs
+	}
+	data, _ := json.Marshal(steps)
+	return sha256.Sum256(data)
 }

@@ -98,3 +98,23 @@ func TestBoardNewestAndWakes(t *testing.T) {
 		t.Fatalf("nil board: got %+v held %v, want the stored status", got, held)
 	}
 }
+
+// A status worked out as it is stored is read from the binding, not held twice, and a newer
+// stored one is then what readers get.
+func TestBoardHoldsNoCopyOfAWrittenStatus(t *testing.T) {
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u1", Generation: 2},
+		Status: workv1alpha1.ResourceBindingStatus{ObservedGeneration: 2, Clusters: []workv1alpha1.ClusterStatus{{Cluster: "east", Applied: true}}}}
+	s := &Board{}
+	s.Put(b, b.Status.DeepCopy())
+	if h := s.newest[client.ObjectKeyFromObject(b)]; h.status != nil {
+		t.Fatalf("the board holds a copy of the stored status: %+v", h.status)
+	}
+	if got, held := s.Of(b); !held || got != b.BindingStatus() {
+		t.Fatalf("worked out as stored: got %+v held %v, want the stored status, held", got, held)
+	}
+	newer := b.DeepCopy()
+	newer.Status.Clusters[0].Health = workv1alpha1.HealthHealthy
+	if got, held := s.Of(newer); !held || got != newer.BindingStatus() || got.Clusters[0].Health != workv1alpha1.HealthHealthy {
+		t.Fatalf("the binding's stored status moved on: got %+v held %v, want it", got, held)
+	}
+}

@@ -38,11 +38,18 @@ func isWorkGVK(gvk schema.GroupVersionKind) bool {
 	return gvk.Group == workv1alpha1.GroupVersion.Group && (gvk.Kind == workGVK.Kind || gvk.Kind == workListGVK.Kind)
 }
 
+// shared says whether a read asked for the stored Works themselves (client.UnsafeDisableDeepCopy),
+// as a cache would give them: the reader gets their spec, status and metadata shared and must
+// not modify them, and a read of a whole manifest list costs no copy.
+func shared(unsafeDisableDeepCopy *bool) bool {
+	return unsafeDisableDeepCopy != nil && *unsafeDisableDeepCopy
+}
+
 func dryRun(opts []string) bool { return slices.Contains(opts, metav1.DryRunAll) }
 
 func (c *workClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if w, ok := obj.(*workv1alpha1.Work); ok {
-		return c.store.get(key, w)
+		return c.store.get(key, w, shared((&client.GetOptions{}).ApplyOptions(opts).UnsafeDisableDeepCopy))
 	}
 	if err := untypedWork(obj); err != nil {
 		return err
@@ -52,7 +59,8 @@ func (c *workClient) Get(ctx context.Context, key client.ObjectKey, obj client.O
 
 func (c *workClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if l, ok := list.(*workv1alpha1.WorkList); ok {
-		return c.store.list((&client.ListOptions{}).ApplyOptions(opts), l)
+		lo := (&client.ListOptions{}).ApplyOptions(opts)
+		return c.store.list(lo, l, shared(lo.UnsafeDisableDeepCopy))
 	}
 	if err := untypedWork(list); err != nil {
 		return err

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strconv"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,11 +96,11 @@ func (s *Store) Snapshot() []*workv1alpha1.Work {
 // Mirror stores w, a Work from the leader's store, as this store's copy. A Work this store
 // holds with the same UID keeps its own status and finalizers (this replica's executor writes
 // them); a new one, or one of another UID (a new leader rendered it again), is taken whole.
+// The copy shares w's spec, so a leader mirroring its own store holds each manifest once: w is
+// a stored Work or one just decoded, and nobody modifies it.
 func (s *Store) Mirror(w *workv1alpha1.Work) error {
-	next, err := normalize(w)
-	if err != nil {
-		return err
-	}
+	next := &workv1alpha1.Work{TypeMeta: metav1.TypeMeta{APIVersion: workGVK.GroupVersion().String(), Kind: workGVK.Kind},
+		ObjectMeta: *w.ObjectMeta.DeepCopy(), Spec: w.Spec, Status: *w.Status.DeepCopy()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := client.ObjectKeyFromObject(next)
@@ -115,7 +115,7 @@ func (s *Store) Mirror(w *workv1alpha1.Work) error {
 		s.publish(change{kind: created, now: next})
 		return nil
 	}
-	next.Status = *old.Status.DeepCopy()
+	next.Status = old.Status // stored Works are never modified: shared
 	next.Finalizers = slices.Clone(old.Finalizers)
 	next.ResourceVersion = old.ResourceVersion
 	if old.DeletionTimestamp != nil && next.DeletionTimestamp == nil {
@@ -171,24 +171,19 @@ type Report struct {
 	Status     workv1alpha1.WorkStatus `json:"status"`
 }
 
-// ReportOf is what w carries back to the leader.
+// ReportOf is what w, a stored Work (never modified), carries back to the leader. The report
+// shares w's status: it is read and sent, never changed.
 func ReportOf(w *workv1alpha1.Work) Report {
-	return Report{Namespace: w.Namespace, Name: w.Name, UID: w.UID, Finalizers: slices.Clone(w.Finalizers), Status: *w.Status.DeepCopy()}
-}
-
-// Same says whether a and b report the same.
-func (r Report) Same(o Report) bool {
-	return r.UID == o.UID && slices.Equal(r.Finalizers, o.Finalizers) && apiequality.Semantic.DeepEqual(r.Status, o.Status)
+	return Report{Namespace: w.Namespace, Name: w.Name, UID: w.UID, Finalizers: slices.Clone(w.Finalizers), Status: w.Status}
 }
 
 // Apply takes a replica's report: the stored Work of that UID gets its status and finalizers;
 // a Work being deleted that loses its last finalizer goes. A report of a Work that is gone or
 // was rendered again (another UID) is NotFound: the replica's copy is out of date.
+// The report's status is kept as given, shared: a report is handed over, decoded from the wire
+// or made by ReportOf from a stored Work, and never modified (a leader that applies its own
+// clusters then holds their status once, not once per store).
 func (s *Store) Apply(r Report) error {
-	given, err := normalize(&workv1alpha1.Work{Status: r.Status})
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
@@ -196,7 +191,7 @@ func (s *Store) Apply(r Report) error {
 	if !ok || old.UID != r.UID {
 		return apierrors.NewNotFound(workResource, r.Name)
 	}
-	next := withStatus(old, given.Status)
+	next := withStatus(old, r.Status)
 	if old.DeletionTimestamp == nil {
 		next.Finalizers = slices.Clone(r.Finalizers)
 	} else {

@@ -133,18 +133,27 @@ func (s *Store) Len() int {
 	return len(s.works)
 }
 
-func (s *Store) get(key types.NamespacedName, out *workv1alpha1.Work) error {
+func (s *Store) get(key types.NamespacedName, out *workv1alpha1.Work, shared bool) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	w, ok := s.works[key]
 	if !ok {
 		return apierrors.NewNotFound(workResource, key.Name)
 	}
-	*out = *w.DeepCopy()
+	*out = readOf(w, shared)
 	return nil
 }
 
-func (s *Store) list(opts *client.ListOptions, out *workv1alpha1.WorkList) error {
+// readOf is what a reader gets of a stored Work: a copy, or the Work itself shallowly (its
+// fields shared) for a reader that promised not to modify it.
+func readOf(w *workv1alpha1.Work, shared bool) workv1alpha1.Work {
+	if shared {
+		return *w
+	}
+	return *w.DeepCopy()
+}
+
+func (s *Store) list(opts *client.ListOptions, out *workv1alpha1.WorkList, shared bool) error {
 	matches, err := selector(opts)
 	if err != nil {
 		return err
@@ -154,7 +163,7 @@ func (s *Store) list(opts *client.ListOptions, out *workv1alpha1.WorkList) error
 	items := []workv1alpha1.Work{}
 	for _, w := range s.candidates(opts) {
 		if matches(w) {
-			items = append(items, *w.DeepCopy())
+			items = append(items, readOf(w, shared))
 		}
 	}
 	out.TypeMeta = metav1.TypeMeta{APIVersion: workListGVK.GroupVersion().String(), Kind: workListGVK.Kind}
@@ -534,11 +543,12 @@ func (s *Store) deleteAllOf(opts *client.DeleteAllOfOptions) error {
 // normalize returns a copy of w as the apiserver would store it: through JSON, so that a Work
 // read back equals one written (timestamps to the second, raw manifests compacted, empty maps
 // dropped) and comparisons find only real changes.
-// withStatus is old with another status, to store in its place. Its spec is old's, shared, not
-// copied: a stored Work is never modified, and a status write would otherwise copy every
-// manifest of the Work (most of its size) once more.
+// withStatus is old with another status, to store in its place. Its spec and metadata are
+// old's, shared, not copied: a stored Work is never modified, and a status write would
+// otherwise copy every manifest of the Work (most of its size) and its labels once more. A
+// caller replaces a shared field (ResourceVersion, Finalizers) whole, never changes it in place.
 func withStatus(old *workv1alpha1.Work, status workv1alpha1.WorkStatus) *workv1alpha1.Work {
-	return &workv1alpha1.Work{TypeMeta: old.TypeMeta, ObjectMeta: *old.ObjectMeta.DeepCopy(), Spec: old.Spec, Status: status}
+	return &workv1alpha1.Work{TypeMeta: old.TypeMeta, ObjectMeta: old.ObjectMeta, Spec: old.Spec, Status: status}
 }
 
 func normalize(w *workv1alpha1.Work) (*workv1alpha1.Work, error) {

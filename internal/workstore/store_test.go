@@ -222,7 +222,7 @@ func TestReturnedWorksAreCopies(t *testing.T) {
 	got.Labels["app"] = "changed after get"
 	got.Spec.Manifests[0].Raw[0] = 'X'
 	list := &workv1alpha1.WorkList{}
-	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, list); err != nil {
 		t.Fatal(err)
 	}
 	list.Items[0].Labels["app"] = "changed after list"
@@ -230,6 +230,32 @@ func TestReturnedWorksAreCopies(t *testing.T) {
 	again := mustGet(t, c, "es-a", "web")
 	if again.Labels["app"] != "web" || again.Spec.Manifests[0].Raw[0] != '{' {
 		t.Fatalf("the store saw a caller's change: %v %s", again.Labels, again.Spec.Manifests[0].Raw)
+	}
+}
+
+// A reader that promises not to modify what it reads (client.UnsafeDisableDeepCopy, as with a
+// cache) gets the stored Work's manifests themselves, not a copy of each.
+func TestUnsafeReadsShareTheStoredWork(t *testing.T) {
+	ctx := context.Background()
+	_, c, _ := newClient(t)
+	mustCreate(t, c, work("es-a", "web", map[string]string{"app": "web"}, "web"))
+	first, second := &workv1alpha1.Work{}, &workv1alpha1.Work{}
+	for _, w := range []*workv1alpha1.Work{first, second} {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "es-a", Name: "web"}, w, client.UnsafeDisableDeepCopy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	copied := mustGet(t, c, "es-a", "web")
+	raw := func(w *workv1alpha1.Work) *byte { return &w.Spec.Manifests[0].Raw[0] }
+	if raw(first) != raw(second) || raw(first) != raw(&list.Items[0]) {
+		t.Fatal("unsafe reads of one stored Work got copies of its manifests")
+	}
+	if raw(copied) == raw(first) {
+		t.Fatal("a default read shares the stored manifests")
 	}
 }
 

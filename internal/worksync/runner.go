@@ -2,6 +2,8 @@ package worksync
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -155,7 +157,9 @@ func (r *Runner) reportLoop(ctx context.Context) {
 	log := logf.FromContext(ctx).WithName("worksync")
 	var mu sync.Mutex
 	pending := map[types.NamespacedName]workstore.Report{}
-	last := map[types.NamespacedName]workstore.Report{}
+	// last is what the leader has of each Work, as a digest: a copy of every status would
+	// double what the mirror holds.
+	last := map[types.NamespacedName]reportDigest{}
 	go func() {
 		_ = r.Mirror.Follow(ctx, func(*workv1alpha1.Work) bool { return true }, func(e workstore.Event) error {
 			if e.Work == nil {
@@ -167,9 +171,9 @@ func (r *Runner) reportLoop(ctx context.Context) {
 			defer mu.Unlock()
 			switch e.Type {
 			case workstore.Added:
-				last[key] = rep // as the leader has it
+				remember(last, key, rep) // as the leader has it
 			case workstore.Modified:
-				if l, ok := last[key]; !ok || !l.Same(rep) {
+				if l, ok := last[key]; !ok || l != digestOf(rep) {
 					pending[key] = rep
 				}
 			case workstore.Deleted:
@@ -214,7 +218,7 @@ func (r *Runner) reportLoop(ctx context.Context) {
 		for _, rep := range batch {
 			key := types.NamespacedName{Namespace: rep.Namespace, Name: rep.Name}
 			if err == nil {
-				last[key] = rep
+				remember(last, key, rep)
 			} else if _, newer := pending[key]; !newer {
 				pending[key] = rep
 			}
@@ -227,6 +231,28 @@ func (r *Runner) reportLoop(ctx context.Context) {
 			case <-time.After(time.Second):
 			}
 		}
+	}
+}
+
+// reportDigest stands for a report's content.
+type reportDigest [sha256.Size]byte
+
+// digestOf is r's digest; the zero digest when r does not encode, which remember never keeps.
+func digestOf(r workstore.Report) reportDigest {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return reportDigest{}
+	}
+	return sha256.Sum256(data)
+}
+
+// remember records that the leader has r; a report that does not encode is never taken as
+// known, so it is sent again.
+func remember(last map[types.NamespacedName]reportDigest, key types.NamespacedName, r workstore.Report) {
+	if d := digestOf(r); d != (reportDigest{}) {
+		last[key] = d
+	} else {
+		delete(last, key)
 	}
 }
 

@@ -62,12 +62,8 @@ func inClusters(clusters []string) func(*workv1alpha1.Work) bool {
 type Local struct{ Store *workstore.Store }
 
 func (l Local) Follow(ctx context.Context, clusters []string, fn func(workstore.Event) error) error {
-	return l.Store.Follow(ctx, inClusters(clusters), func(e workstore.Event) error {
-		if e.Work != nil {
-			e.Work = e.Work.DeepCopy() // the follower's store keeps it
-		}
-		return fn(e)
-	})
+	// The events share the store's Works: the mirror keeps their specs and modifies nothing.
+	return l.Store.Follow(ctx, inClusters(clusters), fn)
 }
 
 func (l Local) Report(_ context.Context, reports []workstore.Report) error {
