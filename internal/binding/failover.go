@@ -114,8 +114,9 @@ func (c *Failover) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if !b.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
+	// The Works are only read (whether replacements run): the store's own, not copies.
 	list := &workv1alpha1.WorkList{}
-	if err := c.Client.List(ctx, list, client.MatchingLabels{
+	if err := c.Client.List(ctx, list, client.UnsafeDisableDeepCopy, client.MatchingLabels{
 		workv1alpha1.BindingNamespaceLabel: b.GetNamespace(), workv1alpha1.BindingNameLabel: b.GetName(),
 	}); err != nil {
 		return ctrl.Result{}, err

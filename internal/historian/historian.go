@@ -127,6 +127,15 @@ type seen struct {
 	// unknown): without revisions, a new fingerprint is how a changed template (or a changed
 	// override) shows.
 	render string
+	// renderedFrom is the Work render was taken from: while the Work keeps its spec (the
+	// same generation) the fingerprint stands and its manifest is not decoded again.
+	renderedFrom workSpecVersion
+}
+
+// workSpecVersion names one spec of one Work.
+type workSpecVersion struct {
+	uid        types.UID
+	generation int64
 }
 
 // SetupWithManager registers one controller per binding kind.
@@ -278,13 +287,18 @@ func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
 		}
 		return
 	}
-	rendered := p.info.applied(cs.Cluster)
-	render := renderFingerprint(rendered)
-	// Without revisions, a template (or override) change applied as it is.
-	changed := !p.tracked && had && render != "" && prev.render != "" && prev.render != render && prev.outcome != history.OutcomeRemoved
-	if render == "" {
-		render = prev.render // the cluster's Work is between renders: keep what is known
+	applied := p.info.applied(cs.Cluster)
+	render, renderedFrom := prev.render, prev.renderedFrom
+	if applied != nil {
+		if v := (workSpecVersion{applied.UID, applied.Generation}); v != prev.renderedFrom || prev.render == "" {
+			if fp := renderFingerprint(kube.RenderedTemplate(applied)); fp != "" {
+				render, renderedFrom = fp, v
+			}
+		}
 	}
+	// Without revisions, a template (or override) change applied as it is. A Work between
+	// renders (none applied) keeps what is known.
+	changed := !p.tracked && had && applied != nil && render != "" && prev.render != "" && prev.render != render && prev.outcome != history.OutcomeRemoved
 	rev := cs.Revision
 	if !p.tracked {
 		rev = p.untrackedRevision(had, changed, prev)
@@ -292,7 +306,7 @@ func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
 	if had && !changed && prev.to == rev && (prev.outcome == outcome || prev.outcome == history.OutcomeHealthy && outcome == history.OutcomeApplied) {
 		// Nothing new; a healthy revision rolling its pods again (replicas moved by a
 		// placement change, a scale) is the same revision, not another change.
-		prev.render = render
+		prev.render, prev.renderedFrom = render, renderedFrom
 		p.next[cs.Cluster] = prev
 		return
 	}
@@ -316,12 +330,14 @@ func (p *historyPass) cluster(cs workv1alpha1.ClusterStatus) {
 		contentRev = 0 // no ControllerRevisions: the template is the content
 	}
 	rec.Images, rec.Commit, rec.Actor = p.info.content(contentRev)
-	if rendered != nil && len(interpret.Images(rendered)) > 0 {
-		rec.Images = interpret.Images(rendered) // what the cluster was given, its overrides applied
+	if applied != nil {
+		if images := interpret.Images(kube.RenderedTemplate(applied)); len(images) > 0 {
+			rec.Images = images // what the cluster was given, its overrides applied
+		}
 	}
 	rec.Actor, p.waiting = p.h.name(p.info, &rec, cs.Cluster, from, rev, p.now, p.waiting)
 	p.recs = append(p.recs, rec)
-	p.next[cs.Cluster] = seen{from: from, to: rev, outcome: outcome, cause: rec.Cause, render: render}
+	p.next[cs.Cluster] = seen{from: from, to: rev, outcome: outcome, cause: rec.Cause, render: render, renderedFrom: renderedFrom}
 }
 
 // untrackedRevision numbers a change of a template without a rollout (no revisions are
@@ -518,14 +534,15 @@ type lazyContext struct {
 	recorded   map[int64]time.Time // when each revision was recorded
 }
 
-// applied is the template as the cluster's Work renders it, when the member runs that render;
-// nil otherwise (no Work, or a newer render not applied yet).
-func (l *lazyContext) applied(cluster string) *unstructured.Unstructured {
+// applied is the cluster's Work, shared (never modified), when the member runs its render; nil
+// otherwise (no Work, or a newer render not applied yet).
+func (l *lazyContext) applied(cluster string) *workv1alpha1.Work {
 	w := &workv1alpha1.Work{}
-	if kube.GetWork(l.ctx, l.h.Client, l.b.GetNamespace(), l.b.GetName(), cluster, w) != nil || !kube.AppliedThisSpec(w) {
+	// Read, never modified: the store's Work itself, not a copy of every manifest.
+	if kube.GetWork(l.ctx, l.h.Client, l.b.GetNamespace(), l.b.GetName(), cluster, w, client.UnsafeDisableDeepCopy) != nil || !kube.AppliedThisSpec(w) {
 		return nil
 	}
-	return kube.RenderedTemplate(w)
+	return w
 }
 
 func (l *lazyContext) releasesOf() []rolloutv1alpha1.Release {

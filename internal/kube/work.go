@@ -18,9 +18,9 @@ const ExecutionNamespacePrefix = "flotilla-es-"
 
 // GetWork reads a binding's Work in one cluster: by its name, else by its labels (a Work
 // written under the names of an earlier version keeps its name).
-func GetWork(ctx context.Context, c client.Reader, bindingNamespace, binding, cluster string, w *workv1alpha1.Work) error {
+func GetWork(ctx context.Context, c client.Reader, bindingNamespace, binding, cluster string, w *workv1alpha1.Work, opts ...client.GetOption) error {
 	ns := ExecutionNamespacePrefix + cluster
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: workv1alpha1.WorkName(bindingNamespace, binding)}, w)
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: workv1alpha1.WorkName(bindingNamespace, binding)}, w, opts...)
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
