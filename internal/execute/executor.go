@@ -707,6 +707,12 @@ func notOursError(gvk schema.GroupVersionKind, obj *unstructured.Unstructured, c
 // records a drift correction.
 func (e *Executor) applyObject(ctx context.Context, r *applyRun, ma *manifestApply) error {
 	obj, gvk, res, w, cluster := ma.obj, ma.gvk, ma.mapping.Resource, r.w, r.cluster
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		// Why each write to a member happens, for an operator who sees writes they did not expect.
+		_, again := e.appliedGenerations.Load(memberObjectKey(cluster, res, obj.GetNamespace(), obj.GetName()))
+		log.Info("Applying to the member", "cluster", cluster, "kind", gvk.Kind, "namespace", obj.GetNamespace(), "name", obj.GetName(),
+			"manifestHash", ma.hash, "driftCorrected", fieldPaths(ma.drifted), "appliedByThisProcessBefore", again)
+	}
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	if ma.mapping.Scope.Name() == meta.RESTScopeNameNamespace {
