@@ -108,6 +108,10 @@ type Controller struct {
 	// written holds the generation of each Work this controller last wrote, until the cache
 	// shows it: judging or rewriting a Work from an older cached copy would undo the write.
 	written sync.Map
+	// rendered holds, per Work, the fingerprint of what its manifests were last rendered from
+	// (see renderInputs) and the spec they went into: a pass whose inputs are the same reuses
+	// the manifests instead of rendering every cluster's again.
+	rendered sync.Map
 	// hadWork holds the binding/cluster pairs that had a Work in this process: only the
 	// others are seeded from the binding's lastApplied record (after a restart).
 	hadWork sync.Map
@@ -462,12 +466,14 @@ func (c *Controller) forgetWrites(b workv1alpha1.Binding) {
 		}
 		return true
 	})
-	c.written.Range(func(k, _ any) bool {
-		if k.(client.ObjectKey).Name == name {
-			c.written.Delete(k)
-		}
-		return true
-	})
+	for _, m := range []*sync.Map{&c.written, &c.rendered} {
+		m.Range(func(k, _ any) bool {
+			if k.(client.ObjectKey).Name == name {
+				m.Delete(k)
+			}
+			return true
+		})
+	}
 }
 
 // unseenWrite reports a Work this controller created that the cache does not list yet.

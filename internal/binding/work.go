@@ -3,6 +3,7 @@ package binding
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -308,7 +309,7 @@ func (c *Controller) writeClusterWork(ctx context.Context, p *pass, t workv1alph
 		out.terminating = true
 		return false, nil
 	}
-	return c.ensureWork(ctx, p.b, source, rev, canary, p.in, p.hasReplicas, t, overriders, routed, existing)
+	return c.ensureWork(ctx, p.b, source, rev, canary, p.in, p.hasReplicas, t, overriders, routed, existing, renderInputs(p, rev, canary, t, overriders, routed))
 }
 
 // canaryOf is the canary a release pinned to the cluster, if any, taking its replicas out of
@@ -412,17 +413,27 @@ func (c *Controller) revisionSource(ctx context.Context, b workv1alpha1.Binding,
 }
 
 // ensureWork writes the cluster's Work when its content changed and says whether it wrote.
-func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource, w *workv1alpha1.Work) (bool, error) {
+func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmpl *unstructured.Unstructured, rev int64, canary *canarySource, in interpret.Interpreter, hasReplicas bool, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource, w *workv1alpha1.Work, inputs string) (wrote bool, err error) {
 	ns := kube.ExecutionNamespacePrefix + t.Name
 	name := WorkName(b)
 	if w != nil {
 		name = w.Name // written under an earlier version's naming: its member objects point at it
 	}
 	level := c.podSecurityLevel(b)
-	manifests, err := c.renderManifests(ctx, b, tmpl, canary, in, hasReplicas, t, overriders, routed, w, ns, name, level)
-	if err != nil {
+	from := renderedFrom{fingerprint: renderFingerprint(inputs, ns, name, level)}
+	var manifests []workv1alpha1.Manifest
+	if w != nil && inputs != "" && c.renderedAs(w, from) {
+		manifests = w.Spec.Manifests // rendered from the same inputs already
+	} else if manifests, err = c.renderManifests(ctx, b, tmpl, canary, in, hasReplicas, t, overriders, routed, w, ns, name, level); err != nil {
 		return false, err
 	}
+	// Recorded once the Work holds these manifests (nothing failed), with the spec they are in.
+	defer func() {
+		if err == nil && w != nil && w.UID != "" && inputs != "" {
+			from.uid, from.generation = w.UID, w.Generation
+			c.rendered.Store(client.ObjectKeyFromObject(w), from)
+		}
+	}()
 	spec := workv1alpha1.WorkSpec{
 		Manifests:          manifests,
 		DeletionPolicy:     b.BindingSpec().DeletionPolicy,
@@ -472,6 +483,52 @@ func (c *Controller) ensureWork(ctx context.Context, b workv1alpha1.Binding, tmp
 	}
 	c.written.Store(client.ObjectKeyFromObject(w), writtenWork{w.UID, w.Generation})
 	return true, nil
+}
+
+// renderedFrom is what a Work's manifests were rendered from, and the spec they went into.
+type renderedFrom struct {
+	uid         types.UID
+	generation  int64
+	fingerprint [sha256.Size]byte
+}
+
+// renderedAs says whether w's manifests were rendered from the inputs from names, and w has
+// not been written since.
+func (c *Controller) renderedAs(w *workv1alpha1.Work, from renderedFrom) bool {
+	v, ok := c.rendered.Load(client.ObjectKeyFromObject(w))
+	if !ok {
+		return false
+	}
+	had := v.(renderedFrom)
+	return had.uid == w.UID && had.generation == w.Generation && had.fingerprint == from.fingerprint
+}
+
+// renderInputs is what a cluster's manifests are rendered from in the common case: the
+// template as read (its uid and resourceVersion: any change to it is a new version), the
+// revision the cluster runs, the kind's interpreter, the cluster's replicas and overrides. A
+// canary, a traffic split or dependencies read more than that: their Works are rendered on
+// every pass ("" here).
+func renderInputs(p *pass, rev int64, canary *canarySource, t workv1alpha1.TargetCluster, overriders []namedOverriders, routed []trafficSource) string {
+	revs := p.bs.Revisions
+	if canary != nil || len(routed) > 0 || (revs != nil && revs.Traffic != nil) || p.bs.PropagateDeps {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%s\x00%d\x00%t", p.tmpl.GetUID(), p.tmpl.GetResourceVersion(), rev, interpret.Version(p.in), t.Replicas, p.hasReplicas)
+	for _, o := range overriders {
+		raw, err := json.Marshal(o.Overriders)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(&b, "\x00%s\x00%s", o.policy, raw)
+	}
+	return b.String()
+}
+
+// renderFingerprint adds what ensureWork knows to inputs: the Work's name and the Pod
+// Security level its manifests are checked against.
+func renderFingerprint(inputs, namespace, name, level string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(inputs + "\x00" + namespace + "\x00" + name + "\x00" + level))
 }
 
 // renderManifests renders what a cluster's Work carries: the template's dependencies, a routed

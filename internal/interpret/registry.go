@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,6 +58,20 @@ type Customization struct {
 	// with it rather than fall back to a built-in interpreter that would misread the kind
 	// (a CloneSet read as having no replicas runs its full count in every cluster).
 	broken error
+	// serial is this compilation's own number in the process (see Version).
+	serial uint64
+}
+
+var customizationSerial atomic.Uint64
+
+// Version names what in interprets with, for a caller that remembers what it worked out from
+// it: "builtin", or the customization's name and compilation (a new one, even of unchanged
+// scripts or a customization deleted and made again, is another version).
+func Version(in Interpreter) string {
+	if s, ok := in.(*scripted); ok {
+		return s.c.Name + "#" + strconv.FormatUint(s.c.serial, 10)
+	}
+	return "builtin"
 }
 
 // Has reports whether the customization scripts an operation; a broken one claims them all.
@@ -66,7 +82,7 @@ func (c *Customization) IsBroken() bool { return c.broken != nil }
 
 // Broken returns a customization that fails every call of its kind with err.
 func Broken(name string, generation int64, target schema.GroupVersionKind, err error) *Customization {
-	return &Customization{Name: name, Generation: generation, Target: target, broken: err}
+	return &Customization{Name: name, Generation: generation, Target: target, broken: err, serial: customizationSerial.Add(1)}
 }
 
 // Registry holds the compiled customizations in force and hands out interpreters: a kind's
@@ -184,7 +200,8 @@ func (r *Registry) Compile(ric *configv1alpha1.ResourceInterpreterCustomization)
 	if err != nil {
 		return nil, fmt.Errorf("spec.target.apiVersion %q: %w", ric.Spec.Target.APIVersion, err)
 	}
-	c := &Customization{Name: ric.Name, Generation: ric.Generation, Target: gv.WithKind(ric.Spec.Target.Kind), scripts: map[string]*luavm.Script{}}
+	c := &Customization{Name: ric.Name, Generation: ric.Generation, Target: gv.WithKind(ric.Spec.Target.Kind), scripts: map[string]*luavm.Script{},
+		serial: customizationSerial.Add(1)}
 	for _, op := range Operations {
 		src := op.Script(&ric.Spec.Customizations)
 		if src == nil {
