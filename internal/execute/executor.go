@@ -710,7 +710,7 @@ func (e *Executor) applyObject(ctx context.Context, r *applyRun, ma *manifestApp
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		// Why each write to a member happens, for an operator who sees writes they did not expect.
 		_, again := e.appliedGenerations.Load(memberObjectKey(cluster, res, obj.GetNamespace(), obj.GetName()))
-		log.Info("Applying to the member", "cluster", cluster, "kind", gvk.Kind, "namespace", obj.GetNamespace(), "name", obj.GetName(),
+		log.Info("Applying to the member", "cluster", cluster, "kind", gvk.Kind, "objectNamespace", obj.GetNamespace(), "objectName", obj.GetName(),
 			"manifestHash", ma.hash, "driftCorrected", fieldPaths(ma.drifted), "appliedByThisProcessBefore", again)
 	}
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
