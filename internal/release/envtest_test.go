@@ -248,6 +248,24 @@ func stableRevision1(t *testing.T, c client.Client, b *workv1alpha1.ResourceBind
 	})
 }
 
+// eastThenLostWest is the fixture of a release in two waves, east then west, with the given
+// progress deadline; once lost is set, the binding reports west Lost (it runs revision 1 and
+// stopped answering).
+func eastThenLostWest(t *testing.T, progressDeadline string) (client.Client, *workv1alpha1.ResourceBinding, *atomic.Bool) {
+	t.Helper()
+	deadline := intstr.FromString(progressDeadline)
+	lost := &atomic.Bool{}
+	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
+		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
+		func(cur *workv1alpha1.ResourceBinding) {
+			healthyAsPinned(cur)
+			if lost.Load() {
+				cur.Status.Clusters[1] = workv1alpha1.ClusterStatus{Cluster: "west", Lost: true, Health: workv1alpha1.HealthUnknown, Revision: 1}
+			}
+		})
+	return c, b, lost
+}
+
 // taintUnreachable marks a cluster as failover does once it stayed not Ready past the grace
 // period.
 func taintUnreachable(t *testing.T, c client.Client, name string) {
@@ -310,16 +328,7 @@ func TestACanaryThatNeverTurnsHealthyFailsAtTheProgressDeadline(t *testing.T) {
 // on east, lists west as Left, lost, and west renders the released revision when it returns.
 func TestReleaseFinishesWithoutALostCluster(t *testing.T) {
 	ctx := context.Background()
-	deadline := intstr.FromString("3s")
-	var lost atomic.Bool
-	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
-		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
-		func(cur *workv1alpha1.ResourceBinding) {
-			healthyAsPinned(cur)
-			if lost.Load() {
-				cur.Status.Clusters[1] = workv1alpha1.ClusterStatus{Cluster: "west", Lost: true, Health: workv1alpha1.HealthUnknown, Revision: 1}
-			}
-		})
+	c, b, lost := eastThenLostWest(t, "3s")
 	stableRevision1(t, c, b)
 	taintUnreachable(t, c, "west")
 	lost.Store(true)
@@ -442,16 +451,7 @@ func TestReleaseFinishesWithoutAClusterFailoverEvicted(t *testing.T) {
 // wakes it.
 func TestAClusterTaintedMidWaveLeavesTheReleaseAtOnce(t *testing.T) {
 	ctx := context.Background()
-	deadline := intstr.FromString("10m")
-	var stopped atomic.Bool
-	c, b := releaseFixture(t, &policyv1alpha1.RolloutStrategy{ProgressDeadline: &deadline, Waves: []policyv1alpha1.Wave{
-		{Name: "first", ClusterNames: []string{"east"}}, {Name: "second", ClusterNames: []string{"west"}}}},
-		func(cur *workv1alpha1.ResourceBinding) {
-			healthyAsPinned(cur)
-			if stopped.Load() { // west runs revision 1 and stopped answering
-				cur.Status.Clusters[1] = workv1alpha1.ClusterStatus{Cluster: "west", Lost: true, Health: workv1alpha1.HealthUnknown, Revision: 1}
-			}
-		})
+	c, b, stopped := eastThenLostWest(t, "10m")
 	stableRevision1(t, c, b)
 	stopped.Store(true)
 	changeImage(t, c, "registry.example/web:2")
