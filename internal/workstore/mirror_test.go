@@ -123,3 +123,34 @@ func TestForgetDropsWorksWithoutFinalizing(t *testing.T) {
 		t.Fatalf("%d Works left, want 1", s.Len())
 	}
 }
+
+// A leader that mirrors its own store holds each Work's manifests and status once: the mirror
+// shares the stored spec, and a report of the mirror's status is kept as given.
+func TestALeaderMirroringItsOwnStoreHoldsEachWorkOnce(t *testing.T) {
+	ctx := context.Background()
+	leader, leaderClient, _ := newClient(t)
+	mirror, mirrorClient, _ := newClient(t)
+	mustCreate(t, leaderClient, work("flotilla-es-east", "web", nil, "a"))
+	stored := leader.Snapshot()[0]
+	if err := mirror.Mirror(stored); err != nil {
+		t.Fatal(err)
+	}
+	mirrored := mirror.Snapshot()[0]
+	if &mirrored.Spec.Manifests[0].Raw[0] != &stored.Spec.Manifests[0].Raw[0] {
+		t.Fatal("the mirror copied the leader's manifests")
+	}
+	m := mustGet(t, mirrorClient, "flotilla-es-east", "web")
+	m.Status.Conditions = []metav1.Condition{{Type: "Applied", Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: metav1.Now()}}
+	if err := mirrorClient.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Apply(ReportOf(mirror.Snapshot()[0])); err != nil {
+		t.Fatal(err)
+	}
+	if &leader.Snapshot()[0].Status.Conditions[0] != &mirror.Snapshot()[0].Status.Conditions[0] {
+		t.Fatal("the leader copied the status its own mirror reported")
+	}
+	if got := mustGet(t, leaderClient, "flotilla-es-east", "web"); len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != "Applied" {
+		t.Fatalf("the leader's Work after the report: %+v", got.Status)
+	}
+}
