@@ -17,10 +17,11 @@ tools: ## Build the pinned local-fleet tools and controller-gen into bin/ (skipp
 # Without cgo, as the images are built (and as Go builds on a machine with no C compiler): a
 # cgo build exports every symbol for kustomize's plugin loader, 40 MB more binary and resident
 # file pages in every process.
-build: ## Build the flotilla CLI and the flotilla-controller-manager binary into bin/
+build: ## Build the flotilla CLI, flotilla-controller-manager, flotilla-agent and the fleet's small flotilla-supervisor into bin/
 	CGO_ENABLED=0 go build -o $(FLOTILLA) ./cmd/flotilla
 	CGO_ENABLED=0 go build -o $(BIN)/flotilla-controller-manager ./cmd/flotilla-controller-manager
 	CGO_ENABLED=0 go build -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
+	CGO_ENABLED=0 go build -o $(BIN)/flotilla-supervisor ./cmd/flotilla-supervisor
 
 # api/ is a Go module of its own (github.com/flotilla-dev/flotilla/api), so patterns like ./...
 # in the root module do not reach it: every go command and generator runs in it as well.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla-dev/flotilla/internal/localfleet"
+	"github.com/flotilla-dev/flotilla/internal/supervisor"
 )
 
 // newSuperviseCommand is the supervisor `up` runs each local-fleet component under; users
@@ -34,7 +34,7 @@ func newSuperviseCommand(g *globals) *cobra.Command {
 			signals := make(chan os.Signal, 1)
 			signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(signals)
-			s := &localfleet.Supervisor{
+			s := &supervisor.Supervisor{
 				Component: component, StateDir: dir, Binary: args[0], Args: args[1:],
 				Log: g.streams.Out, StopGrace: grace,
 			}

@@ -24,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/flotilla-dev/flotilla/internal/audit"
+	"github.com/flotilla-dev/flotilla/internal/supervisor"
 )
 
 // ControlPlaneName is the name of the control plane's kubeconfig and components.
@@ -221,7 +222,7 @@ func (f *LocalFleet) proc(name, tool string) process {
 	return process{
 		name:       name,
 		binary:     bin,
-		pidFile:    pidPath(f.opts.StateDir, name),
+		pidFile:    supervisor.PIDPath(f.opts.StateDir, name),
 		logFile:    filepath.Join(f.opts.StateDir, "logs", name+".log"),
 		stateDir:   f.opts.StateDir,
 		supervisor: f.supervisorBinary(),
@@ -404,8 +405,13 @@ func (f *LocalFleet) Up(ctx context.Context) (UpResult, error) {
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(f.state.Fleet.Members))
+	slots := make(chan struct{}, memberStartsAtOnce)
 	for i, m := range f.state.Fleet.Members {
-		wg.Go(func() { errs[i] = f.startCluster(ctx, m.Name) })
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			errs[i] = f.startCluster(ctx, m.Name)
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -689,6 +695,12 @@ func (f *LocalFleet) apiserverPort(cluster string) int {
 // and more memory starting than it keeps, so a hundred slim members started at once would
 // thrash two cores and overshoot the machine's memory; the default fleet's four start together.
 const apiserverStartsAtOnce = 8
+
+// memberStartsAtOnce bounds the members whose other processes (kwok, and for a full member its
+// controller-manager and scheduler), nodes and Flotilla identity start together: a hundred kwoks
+// listing and creating nodes at once starved the shared etcd on two cores until its requests
+// timed out (measured: 100 slim members, load average 75).
+const memberStartsAtOnce = 16
 
 // startAPIServers starts the apiservers together, at most apiserverStartsAtOnce until ready at
 // a time, and waits for each to be ready: they spend most of their start on their own, so

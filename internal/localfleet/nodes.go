@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
@@ -66,7 +67,11 @@ func (f *LocalFleet) ensureNodes(ctx context.Context, m Member) error {
 			},
 			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 		}
-		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := whileBusy(ctx, func() error {
+			_, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+			return err
+		})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating node %s in %s: %w", name, m.Name, err)
 		}
 	}
@@ -173,7 +178,10 @@ func applyManifests(ctx context.Context, cfg *rest.Config, data []byte) error {
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 		}
-		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "flotilla-up", Force: true}); err != nil {
+		if err := whileBusy(ctx, func() error {
+			_, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "flotilla-up", Force: true})
+			return err
+		}); err != nil {
 			return fmt.Errorf("installing %s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
 	}
@@ -195,4 +203,34 @@ func DecodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error
 			out = append(out, crd)
 		}
 	}
+}
+
+// busyRetryFor bounds how long a call a busy fleet answers with a timeout is tried again.
+const busyRetryFor = 2 * time.Minute
+
+// whileBusy calls fn again, backing off, while it fails the way an overloaded apiserver or its
+// etcd fails (a timeout, throttling, an internal error such as "etcdserver: request timed out",
+// a dropped connection): a fleet of a hundred members starting on two cores has such moments,
+// and they pass. Any other error, or the last one after busyRetryFor, is returned.
+func whileBusy(ctx context.Context, fn func() error) error {
+	backoff := wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 64, Cap: 10 * time.Second}
+	deadline := time.Now().Add(busyRetryFor)
+	for {
+		err := fn()
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+// busy says whether err is one an overloaded server gives and a later try may not.
+func busy(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/supervisor"
 )
 
 // process is one component the fleet started, known by the pid file it wrote.
@@ -77,7 +79,7 @@ func cmdline(pid int) ([]string, error) {
 
 // supervisorPID returns the pid of the component's supervisor while it runs.
 func (p process) supervisorPID() (int, bool) {
-	data, err := os.ReadFile(supervisorPIDPath(p.stateDir, p.name))
+	data, err := os.ReadFile(supervisor.SupervisorPIDPath(p.stateDir, p.name))
 	if err != nil {
 		return 0, false
 	}
@@ -123,7 +125,7 @@ func (p process) start(args ...string) error {
 		return err
 	}
 	defer log.Close()
-	argv := append(supervisorArgs(p.stateDir, p.name), "--stop-grace="+p.grace.String(), "--", p.binary)
+	argv := append(supervisor.Args(p.stateDir, p.name), "--stop-grace="+p.grace.String(), "--", p.binary)
 	cmd := exec.Command(p.supervisor, append(argv, args...)...)
 	if len(p.env) > 0 {
 		cmd.Env = append(os.Environ(), p.env...)
@@ -143,7 +145,7 @@ func (p process) start(args ...string) error {
 	// names it (or its exit is recorded for waitFor to report).
 	deadline := time.After(30 * time.Second)
 	for {
-		if rec, ok := readSupervisorRecord(p.stateDir, p.name); ok && rec.SupervisorPID == cmd.Process.Pid && rec.State != SupervisorStopped {
+		if rec, ok := supervisor.ReadRecord(p.stateDir, p.name); ok && rec.SupervisorPID == cmd.Process.Pid && rec.State != supervisor.Stopped {
 			return nil
 		}
 		select {
@@ -166,7 +168,7 @@ func (p process) stop(grace time.Duration) (bool, error) {
 	pid, ok := p.pid()
 	if !supervised && !ok {
 		_ = os.Remove(p.pidFile)
-		_ = os.Remove(supervisorPIDPath(p.stateDir, p.name))
+		_ = os.Remove(supervisor.SupervisorPIDPath(p.stateDir, p.name))
 		return false, nil
 	}
 	target := pid
@@ -195,7 +197,7 @@ func (p process) stop(grace time.Duration) (bool, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	_ = os.Remove(p.pidFile)
-	_ = os.Remove(supervisorPIDPath(p.stateDir, p.name))
+	_ = os.Remove(supervisor.SupervisorPIDPath(p.stateDir, p.name))
 	return true, nil
 }
 
@@ -207,7 +209,7 @@ func (p process) exitedEarly(since time.Time) bool {
 		return false
 	}
 	if p.supervised() {
-		rec, ok := readSupervisorRecord(p.stateDir, p.name)
+		rec, ok := supervisor.ReadRecord(p.stateDir, p.name)
 		return ok && rec.LastExitTime.After(since)
 	}
 	time.Sleep(50 * time.Millisecond)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/supervisor"
 )
 
 // KillManager kills the controller-manager and its supervisor at once (SIGKILL), as a crashed
@@ -28,7 +30,7 @@ func (f *LocalFleet) KillManager() error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	_ = os.Remove(p.pidFile)
-	_ = os.Remove(supervisorPIDPath(p.stateDir, p.name))
+	_ = os.Remove(supervisor.SupervisorPIDPath(p.stateDir, p.name))
 	return nil
 }
 

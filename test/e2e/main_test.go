@@ -110,13 +110,16 @@ func toolsDir() (string, error) {
 }
 
 // buildFlotilla builds the binary under test, so the controller-manager the fleet runs is this
-// tree's code.
+// tree's code, and the small supervisor beside it, which the fleet then runs its components
+// under, as after `make build`.
 func buildFlotilla(dir string) (string, error) {
 	out := filepath.Join(dir, "flotilla")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/flotilla-dev/flotilla/cmd/flotilla")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building flotilla: %w", err)
+	for pkg, bin := range map[string]string{"cmd/flotilla": out, "cmd/" + localfleet.SupervisorBinaryName: filepath.Join(dir, localfleet.SupervisorBinaryName)} {
+		cmd := exec.Command("go", "build", "-o", bin, "github.com/flotilla-dev/flotilla/"+pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("building %s: %w", pkg, err)
+		}
 	}
 	return out, nil
 }
