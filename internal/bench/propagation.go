@@ -679,6 +679,13 @@ func StartFleetOf(ctx context.Context, binDir, flotillaBin string, crds []byte, 
 		return nil, nil, err
 	}
 	cleanup := func() { _ = lf.Down(true) }
+	if os.Getenv("FLOTILLA_BENCH_KEEP_STATE") == "1" {
+		// To read the manager's and members' logs of a run afterwards: stopped, not removed.
+		cleanup = func() {
+			_ = lf.Down(false)
+			fmt.Fprintf(os.Stderr, "the bench fleet's state (logs under its log directory) is kept in %s\n", dir)
+		}
+	}
 	if _, err := lf.Up(ctx); err != nil {
 		cleanup()
 		return nil, nil, err
