@@ -239,13 +239,18 @@ func (e *Executor) onMemberChange(ev clustercache.ObjectEvent) {
 
 // Reconcile applies one Work or removes its objects.
 func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	w := &workv1alpha1.Work{}
-	if err := e.Client.Get(ctx, req.NamespacedName, w); err != nil {
+	stored := &workv1alpha1.Work{}
+	if err := e.Client.Get(ctx, req.NamespacedName, stored, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			e.forgetAll(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// The manifests and status are only read here (the status is copied before it is
+	// worked on), so they stay shared with the store; the metadata, which a finalizer
+	// changes, is copied. A copy of the manifests on every pass was most of the
+	// executor's garbage under load.
+	w := &workv1alpha1.Work{TypeMeta: stored.TypeMeta, ObjectMeta: *stored.ObjectMeta.DeepCopy(), Spec: stored.Spec, Status: stored.Status}
 	cluster := w.Labels[workv1alpha1.ClusterLabel]
 	if e.clusters().Pull(ctx, cluster) != e.Agent {
 		// A Pull cluster's Works are its agent's (the cluster controller lets them go when the
@@ -473,6 +478,9 @@ type manifestApply struct {
 	live, before *unstructured.Unstructured
 	drifted      []driftField
 	needApply    bool
+	// why the object is applied, for the verbose log: an operator who sees writes to
+	// unchanged objects reads here what made each one.
+	why string
 	// hash is the manifest's, recorded on the member object (ManifestHashAnnotation).
 	hash string
 	// unwatched: the member's object lost Flotilla's label, so no event tells of its changes.
@@ -561,6 +569,9 @@ func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m work
 		unchanged = true
 	}
 	ma.needApply = !unchanged && !r.w.Spec.Suspend
+	if ma.needApply && ma.why == "" {
+		ma.why = "the manifest is not the one this process last applied, nor the member object's"
+	}
 	if unchanged && !r.w.Spec.Suspend && e.Members.WaitObjectsSynced(r.cluster, mapping.Resource, 2*time.Second) {
 		if err := e.checkLive(ctx, r, ma); err != nil {
 			return err
@@ -593,13 +604,22 @@ func (e *Executor) applyManifest(ctx context.Context, r *applyRun, i int, m work
 func (e *Executor) appliedBefore(ctx context.Context, cluster string, ma *manifestApply) bool {
 	res := ma.mapping.Resource
 	if _, applied := e.appliedGenerations.Load(memberObjectKey(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())); applied {
+		ma.why = "this process applied another manifest of it"
 		return false
 	}
 	if e.Members.WaitObjectsSynced(cluster, res, 2*time.Second) {
 		// The informer holds Flotilla's objects only (labelled), and the hash covers the
 		// Work's name in the manifest: the object is this Work's.
 		cached, ok := e.Members.CachedObject(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())
-		return ok && cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] == ma.hash
+		switch {
+		case !ok:
+			ma.why = "not among Flotilla's objects in the member"
+		case cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] != ma.hash:
+			ma.why = "the member object was applied from manifest " + cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation]
+		default:
+			return true
+		}
+		return false
 	}
 	// The informer has not listed yet (a busy member just after a restart): a read from the
 	// member costs less than a write. Its drift is looked at once the informer's events
@@ -607,12 +627,18 @@ func (e *Executor) appliedBefore(ctx context.Context, cluster string, ma *manife
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	live, err := ma.ri.Get(cctx, ma.obj.GetName(), metav1.GetOptions{})
 	cancel()
-	if err != nil || live.GetLabels()[workv1alpha1.ManagedByLabel] != workv1alpha1.ManagedByValue ||
-		live.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] != ma.hash {
-		return false
+	switch {
+	case err != nil:
+		ma.why = "the member's objects are not listed yet and a read failed: " + err.Error()
+	case live.GetLabels()[workv1alpha1.ManagedByLabel] != workv1alpha1.ManagedByValue:
+		ma.why = "the member object is not labelled as Flotilla's"
+	case live.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] != ma.hash:
+		ma.why = "the member object was applied from manifest " + live.GetAnnotations()[workv1alpha1.ManifestHashAnnotation]
+	default:
+		ma.live = live
+		return true
 	}
-	ma.live = live
-	return true
+	return false
 }
 
 // checkLive looks at the member's object of an unchanged manifest: deleted by hand (put back,
@@ -629,7 +655,7 @@ func (e *Executor) checkLive(ctx context.Context, r *applyRun, ma *manifestApply
 			}
 			return
 		}
-		ma.needApply = true // put it back
+		ma.needApply, ma.why = true, "deleted by hand" // put it back
 		r.recreated = append(r.recreated, driftedObject(obj, []string{"deleted"}))
 	}
 	readErr := func(err error) error {
@@ -680,7 +706,7 @@ func (e *Executor) checkLive(ctx context.Context, r *applyRun, ma *manifestApply
 	}
 	ma.drifted = drifted
 	if len(drifted) > 0 && w.Spec.DriftMode() == workv1alpha1.DriftCorrect {
-		ma.needApply, ma.before = true, cached
+		ma.needApply, ma.before, ma.why = true, cached, "drift corrected"
 	} else if len(drifted) > 0 {
 		var isNew bool
 		if ma.drifted, isNew, err = e.confirmDrift(ctx, key, cluster, res, ma.ri, obj, cached, drifted); err != nil {
@@ -711,7 +737,7 @@ func (e *Executor) applyObject(ctx context.Context, r *applyRun, ma *manifestApp
 		// Why each write to a member happens, for an operator who sees writes they did not expect.
 		_, again := e.appliedGenerations.Load(memberObjectKey(cluster, res, obj.GetNamespace(), obj.GetName()))
 		log.Info("Applying to the member", "cluster", cluster, "kind", gvk.Kind, "objectNamespace", obj.GetNamespace(), "objectName", obj.GetName(),
-			"manifestHash", ma.hash, "driftCorrected", fieldPaths(ma.drifted), "appliedByThisProcessBefore", again)
+			"manifestHash", ma.hash, "why", ma.why, "driftCorrected", fieldPaths(ma.drifted), "appliedByThisProcessBefore", again)
 	}
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
