@@ -205,13 +205,16 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 	return nil
 }
 
-// Disconnect stops probing a member and drops its connection and informers.
+// Disconnect stops probing a member and drops its connection and informers. The member leaves
+// the cache first and is stopped outside its lock: stopping waits for its informers to end,
+// and every other member's lookups would wait with it.
 func (c *Cache) Disconnect(name string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if m, ok := c.members[name]; ok {
+	m, ok := c.members[name]
+	delete(c.members, name)
+	c.mu.Unlock()
+	if ok {
 		m.stop()
-		delete(c.members, name)
 	}
 	forgetMetrics(name)
 }

@@ -98,6 +98,15 @@ func (c *Cache) WatchObjects(cluster string, gvr schema.GroupVersionResource, on
 // false when it is not known (not watched, not synced or absent). The object is decoded on each
 // call (see compact.go): it is the caller's own.
 func (c *Cache) CachedObject(cluster string, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool) {
+	obj, _ := c.LookupObject(cluster, gvr, namespace, name)
+	return obj, obj != nil
+}
+
+// LookupObject is CachedObject that also says whether the cache could answer: listed is false
+// when no synced informer of gvr holds this member's objects at the time of the call (not
+// started, not listed yet, or the member disconnected from this replica, as when its shard moves
+// to another one). Only a listed miss means the member holds no such object of Flotilla's.
+func (c *Cache) LookupObject(cluster string, gvr schema.GroupVersionResource, namespace, name string) (obj *unstructured.Unstructured, listed bool) {
 	m, err := c.member(cluster)
 	if err != nil {
 		return nil, false
@@ -108,15 +117,23 @@ func (c *Cache) CachedObject(cluster string, gvr schema.GroupVersionResource, na
 	if !ok || !inf.HasSynced() {
 		return nil, false
 	}
+	select {
+	case <-m.objects.stop:
+		return nil, false // stopped: its store no longer follows the member
+	default:
+	}
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	obj, exists, err := inf.GetStore().GetByKey(key)
-	if err != nil || !exists {
+	item, exists, err := inf.GetStore().GetByKey(key)
+	if err != nil {
 		return nil, false
 	}
-	co, ok := obj.(*compactObject)
+	if !exists {
+		return nil, true
+	}
+	co, ok := item.(*compactObject)
 	if !ok {
 		return nil, false
 	}

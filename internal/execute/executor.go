@@ -610,20 +610,23 @@ func (e *Executor) appliedBefore(ctx context.Context, cluster string, ma *manife
 	if e.Members.WaitObjectsSynced(cluster, res, 2*time.Second) {
 		// The informer holds Flotilla's objects only (labelled), and the hash covers the
 		// Work's name in the manifest: the object is this Work's.
-		cached, ok := e.Members.CachedObject(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())
+		cached, listed := e.Members.LookupObject(cluster, res, ma.obj.GetNamespace(), ma.obj.GetName())
 		switch {
-		case !ok:
+		case !listed:
+			// Disconnected since (its shard moved to another replica): the member says.
+		case cached == nil:
 			ma.why = "not among Flotilla's objects in the member"
+			return false
 		case cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation] != ma.hash:
 			ma.why = "the member object was applied from manifest " + cached.GetAnnotations()[workv1alpha1.ManifestHashAnnotation]
+			return false
 		default:
 			return true
 		}
-		return false
 	}
-	// The informer has not listed yet (a busy member just after a restart): a read from the
-	// member costs less than a write. Its drift is looked at once the informer's events
-	// bring the Work back.
+	// The informer has not listed yet (a busy member just after a restart) or is gone: a read
+	// from the member costs less than a write. Its drift is looked at once the informer's
+	// events bring the Work back.
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	live, err := ma.ri.Get(cctx, ma.obj.GetName(), metav1.GetOptions{})
 	cancel()
