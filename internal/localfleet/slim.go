@@ -125,9 +125,14 @@ func (f *LocalFleet) startSlimMember(ctx context.Context, m Member) error {
 	kwok.env = slimKwokEnv
 	if !kwok.running() {
 		// Node IPs only name the simulated nodes of this member; no pod ever gets an IP here.
+		// kwok renews each node's lease every quarter of its duration: a full member's 10 s
+		// (pods come back soon after a kwok restart) was 80 lease writes a second across 100
+		// slim members with two nodes each, most of an idle scale fleet's load on its
+		// apiservers and etcd. A slim member has no pods and nothing that reads the leases,
+		// so it takes the kubelet's default.
 		if err := kwok.start("--kubeconfig="+f.Kubeconfig(m.Name), "--config="+f.slimStagesPath(m.Nodes),
 			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-			"--node-ip=10.0.0.1", "--cidr=10.128.0.0/16", "--node-lease-duration-seconds=10"); err != nil {
+			"--node-ip=10.0.0.1", "--cidr=10.128.0.0/16", "--node-lease-duration-seconds=40"); err != nil {
 			return err
 		}
 		f.out.linef("  %-36s started", kwok.name)
