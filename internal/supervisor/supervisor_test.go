@@ -223,7 +223,6 @@ func TestSupervisorStopDoesNotRestart(t *testing.T) {
 	}
 }
 
-
 // The command line process.start gives a supervisor parses back into the supervisor it means;
 // a malformed one names what is missing.
 func TestParse(t *testing.T) {
