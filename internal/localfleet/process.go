@@ -1,7 +1,6 @@
 package localfleet
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -48,7 +47,7 @@ func (p process) pid() (int, bool) {
 // binary. A supervisor of the same binary (the controller-manager's) is never taken for the
 // component.
 func alive(pid int, binary string) bool {
-	if !notZombie(pid) {
+	if !supervisor.Alive(pid) {
 		return false
 	}
 	args, err := cmdline(pid)
@@ -56,16 +55,6 @@ func alive(pid int, binary string) bool {
 		return false
 	}
 	return len(args) < 2 || args[1] != "supervise"
-}
-
-// notZombie reports whether pid is a live process that has not exited.
-func notZombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i <= 0 || i+2 >= len(stat) || (stat[i+2] != 'Z' && stat[i+2] != 'X')
 }
 
 // cmdline is the argument vector of pid.

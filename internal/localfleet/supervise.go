@@ -11,7 +11,7 @@ import (
 // supervisorAlive reports whether pid is a live supervisor of this component in this state
 // directory, known by its command line: a reused pid is never taken for it.
 func supervisorAlive(pid int, stateDir, component string) bool {
-	if !notZombie(pid) {
+	if !supervisor.Alive(pid) {
 		return false
 	}
 	args, err := cmdline(pid)

@@ -87,7 +87,7 @@ func TestProcessStartStopUnderSupervision(t *testing.T) {
 	stopped, err := p.stop(p.grace)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(stopped).To(gomega.BeTrue())
-	g.Expect(notZombie(second)).To(gomega.BeFalse())
+	g.Expect(supervisor.Alive(second)).To(gomega.BeFalse())
 	g.Expect(supervisorAlive(spid, dir, p.name)).To(gomega.BeFalse())
 	g.Consistently(func() bool { _, ok := p.pid(); return ok }).WithTimeout(500*time.Millisecond).Should(gomega.BeFalse(),
 		"a deliberately stopped component must stay stopped")
@@ -116,7 +116,7 @@ func TestProcessStartAdoptsAnUnsupervisedComponent(t *testing.T) {
 	g.Eventually(p.running).WithTimeout(10 * time.Second).Should(gomega.BeTrue())
 	pid, _ := p.pid()
 	g.Expect(pid).NotTo(gomega.Equal(orphan))
-	g.Expect(notZombie(orphan)).To(gomega.BeFalse())
+	g.Expect(supervisor.Alive(orphan)).To(gomega.BeFalse())
 }
 
 // startDetached starts binary as a process this test reaps, and returns its pid.

@@ -6,6 +6,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -297,4 +298,15 @@ func Parse(args []string) (*Supervisor, error) {
 		return nil, errors.New("no component command: end the flags with -- BINARY [ARGS...]")
 	}
 	return s, nil
+}
+
+// Alive says whether pid is a process that has not exited: a zombie, exited but not yet
+// reaped, has.
+func Alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i <= 0 || i+2 >= len(stat) || (stat[i+2] != 'Z' && stat[i+2] != 'X')
 }

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -107,20 +106,10 @@ func childPID(s *Supervisor) int {
 		return 0
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	if pid > 0 && !running(pid) {
+	if pid > 0 && !Alive(pid) {
 		return 0
 	}
 	return pid
-}
-
-// running says whether pid is a process that has not exited (a zombie has).
-func running(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i <= 0 || i+2 >= len(stat) || (stat[i+2] != 'Z' && stat[i+2] != 'X')
 }
 
 // Whatever the exit status, the component is started again, with a delay that doubles up to
@@ -214,7 +203,7 @@ func TestSupervisorStopDoesNotRestart(t *testing.T) {
 			g.Eventually(func() int { return childPID(s) }).WithTimeout(10 * time.Second).ShouldNot(gomega.BeZero())
 			pid := childPID(s)
 			g.Expect(stop(tt.sig)).To(gomega.Succeed())
-			g.Expect(running(pid)).To(gomega.BeFalse(), "the component still runs after the stop")
+			g.Expect(Alive(pid)).To(gomega.BeFalse(), "the component still runs after the stop")
 			rec := record(t, s)
 			g.Expect(rec.Restarts).To(gomega.BeZero())
 			g.Expect(rec.State).To(gomega.Equal(Stopped))
