@@ -294,6 +294,21 @@ func scaleCeiling(ctx context.Context, c *clients, board *memberBoard, n, object
 	ceiling := board.span(scaleCeilingNS, start)
 	fmt.Fprintf(out, "1. plain SSA client: all %d applied in %.1fs, exist %.1fs, available %.1fs (%.0f objects/s)\n",
 		objects, applied.Seconds(), ceiling.exist.Seconds(), ceiling.available.Seconds(), float64(objects)/ceiling.available.Seconds())
+	// Taken away again, so that Flotilla starts on members holding what the client's did
+	// (at 50 000 objects the copies would double what the members' etcd and caches hold).
+	// A slim member runs no namespace controller, so the Deployments go by collection.
+	err := forEachParallel(len(c.members), 16, func(i int) error {
+		for try := 1; ; try++ {
+			err := c.memberCS[c.members[i]].AppsV1().Deployments(scaleCeilingNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+			if err == nil || try == 5 || !retryable(err) {
+				return err
+			}
+			time.Sleep(time.Duration(try) * time.Second)
+		}
+	})
+	if err != nil {
+		return spans{}, fmt.Errorf("removing the plain client's Deployments: %w", err)
+	}
 	return ceiling, nil
 }
 

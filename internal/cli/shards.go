@@ -59,6 +59,9 @@ func printShards(ctx context.Context, c client.Reader, out io.Writer) error {
 		if r.Identity == leader {
 			role = "leader"
 		}
+		if wait := time.Until(r.JoiningUntil); wait > 0 {
+			role += fmt.Sprintf(" (joining, takes clusters in %s)", wait.Round(time.Second))
+		}
 		clusters := strings.Join(r.Clusters, ",")
 		if clusters == "" {
 			clusters = "<none>"

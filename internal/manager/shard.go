@@ -28,6 +28,9 @@ import (
 const (
 	shardLeaseDuration = 15 * time.Second
 	shardRenewPeriod   = 2 * time.Second
+	// Replicas started together (a rollout, a restart of all) come up within a few seconds of
+	// each other: each waits this long before its first claim, so they split at once.
+	shardJoinWait = 3 * shardRenewPeriod
 )
 
 // checkShard checks the sharding flags and fills their defaults; errors name the flag.
@@ -76,7 +79,7 @@ func (o *Options) startShard(mgr ctrl.Manager, cfg *rest.Config, works *workstor
 		return nil, nil, nil, err
 	}
 	ring := &shard.Ring{Client: direct, Clusters: mgr.GetClient(), Namespace: kube.SystemNamespace, LeaderLease: o.LeaderElectionID,
-		Identity: o.Shard.Identity, Address: o.Shard.Address, LeaseDuration: shardLeaseDuration, RenewPeriod: shardRenewPeriod}
+		Identity: o.Shard.Identity, Address: o.Shard.Address, LeaseDuration: shardLeaseDuration, RenewPeriod: shardRenewPeriod, JoinWait: shardJoinWait}
 	if err := mgr.Add(ring); err != nil {
 		return nil, nil, nil, err
 	}

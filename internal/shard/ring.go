@@ -7,6 +7,12 @@
 // working on it, so two replicas never apply to one cluster at once. A replica that cannot renew
 // its Lease within LeaseDuration stops (its process exits), so its clusters move.
 //
+// A replica that starts announces itself and takes nothing for JoinWait. Replicas started
+// together (a rollout, a restart of all) thus split the clusters from their first claim,
+// instead of the first one up taking every cluster and handing most away seconds later; a
+// running replica keeps the clusters of a joining one until its join ends, so a lone
+// restart leaves its share unworked for no longer than today's hand-over.
+//
 // It owns the shard Leases only; what a replica does with its clusters (connections, informers,
 // the executor) is up to the packages that ask Owns.
 package shard
@@ -39,6 +45,8 @@ const (
 	AddressAnnotation = "shard.flotilla.dev/works-address"
 	// ClustersAnnotation lists the clusters a replica works on, comma-separated.
 	ClustersAnnotation = "shard.flotilla.dev/clusters"
+	// JoiningUntilAnnotation is when a starting replica ends its join (RFC 3339).
+	JoiningUntilAnnotation = "shard.flotilla.dev/joining-until"
 	leasePrefix        = "flotilla-shard-"
 )
 
@@ -59,7 +67,12 @@ type Replica struct {
 	Address  string
 	Clusters []string
 	Expires  time.Time
+	// JoiningUntil is when the replica starts taking clusters; zero once it has.
+	JoiningUntil time.Time
 }
+
+// joining says whether the replica is still announcing itself at now.
+func (r Replica) joining(now time.Time) bool { return now.Before(r.JoiningUntil) }
 
 // Ring is this replica's view of the shards.
 type Ring struct {
@@ -73,12 +86,17 @@ type Ring struct {
 	Identity, Address      string
 	LeaseDuration          time.Duration
 	RenewPeriod            time.Duration
+	// JoinWait is how long a starting replica announces itself before taking clusters; zero
+	// takes them at the first step.
+	JoinWait time.Duration
 
 	mu       sync.RWMutex
 	held     []string // sorted
 	replicas []Replica
 	leader   string
 	watchers []chan struct{}
+	// joiningUntil is set at the first step of this process.
+	joiningUntil time.Time
 }
 
 // Owns says whether this replica works on cluster now.
@@ -183,8 +201,13 @@ func (r *Ring) step(ctx context.Context) error {
 		return err
 	}
 	now := time.Now()
+	if r.joiningUntil.IsZero() {
+		r.joiningUntil = now.Add(r.JoinWait)
+	}
+	joining := now.Before(r.joiningUntil)
 	var others []Replica
 	live := []string{r.Identity}
+	joiningPeer := map[string]bool{}
 	for i := range leases.Items {
 		rep, ok := replicaOf(&leases.Items[i])
 		if !ok || rep.Identity == r.Identity || !rep.Expires.After(now) {
@@ -192,6 +215,7 @@ func (r *Ring) step(ctx context.Context) error {
 		}
 		others = append(others, rep)
 		live = append(live, rep.Identity)
+		joiningPeer[rep.Identity] = rep.joining(now)
 	}
 	heldElsewhere := map[string]bool{}
 	for _, o := range others {
@@ -204,12 +228,14 @@ func (r *Ring) step(ctx context.Context) error {
 	for i := range clusters.Items {
 		name := clusters.Items[i].Name
 		_, holding := slices.BinarySearch(current, name)
-		switch {
-		case Owner(name, live) != r.Identity:
+		switch owner := Owner(name, live); {
+		case owner != r.Identity && holding && joiningPeer[owner]:
+			next = append(next, name) // worked on until its owner has joined
+		case owner != r.Identity:
 			if holding {
 				dropped = append(dropped, name)
 			}
-		case holding || !heldElsewhere[name]:
+		case holding || !heldElsewhere[name] && !joining:
 			next = append(next, name)
 		}
 	}
@@ -223,11 +249,15 @@ func (r *Ring) step(ctx context.Context) error {
 	// next step, once this replica has stopped working on them.
 	listed := slices.Concat(next, dropped)
 	sort.Strings(listed)
-	if err := r.writeLease(ctx, listed, now); err != nil {
+	var joiningUntil time.Time
+	if joining {
+		joiningUntil = r.joiningUntil
+	}
+	if err := r.writeLease(ctx, listed, joiningUntil, now); err != nil {
 		return err
 	}
 	leader := r.readLeader(ctx)
-	all := append([]Replica{{Identity: r.Identity, Address: r.Address, Clusters: next, Expires: now.Add(r.LeaseDuration)}}, others...)
+	all := append([]Replica{{Identity: r.Identity, Address: r.Address, Clusters: next, Expires: now.Add(r.LeaseDuration), JoiningUntil: joiningUntil}}, others...)
 	sort.Slice(all, func(i, j int) bool { return all[i].Identity < all[j].Identity })
 	r.mu.Lock()
 	changed := !slices.Equal(r.held, next) || r.leader != leader || !sameAddresses(r.replicas, all)
@@ -244,7 +274,7 @@ func sameAddresses(a, b []Replica) bool {
 	return slices.EqualFunc(a, b, func(x, y Replica) bool { return x.Identity == y.Identity && x.Address == y.Address })
 }
 
-func (r *Ring) writeLease(ctx context.Context, clusters []string, now time.Time) error {
+func (r *Ring) writeLease(ctx context.Context, clusters []string, joiningUntil, now time.Time) error {
 	seconds := int32(r.LeaseDuration / time.Second)
 	renew := metav1.NewMicroTime(now)
 	lease := &coordinationv1.Lease{}
@@ -263,6 +293,11 @@ func (r *Ring) writeLease(ctx context.Context, clusters []string, now time.Time)
 	lease.Labels[ReplicaLabel] = r.Identity
 	lease.Annotations[AddressAnnotation] = r.Address
 	lease.Annotations[ClustersAnnotation] = strings.Join(clusters, ",")
+	if joiningUntil.IsZero() {
+		delete(lease.Annotations, JoiningUntilAnnotation)
+	} else {
+		lease.Annotations[JoiningUntilAnnotation] = joiningUntil.UTC().Format(time.RFC3339Nano)
+	}
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &r.Identity, &seconds, &renew
 	if lease.ResourceVersion == "" {
 		return r.Client.Create(ctx, lease)
@@ -303,8 +338,10 @@ func replicaOf(l *coordinationv1.Lease) (Replica, bool) {
 	if s := l.Annotations[ClustersAnnotation]; s != "" {
 		clusters = strings.Split(s, ",")
 	}
+	// An unreadable join time counts as joined: the Lease's holder takes clusters anyway.
+	joiningUntil, _ := time.Parse(time.RFC3339Nano, l.Annotations[JoiningUntilAnnotation])
 	return Replica{Identity: id, Address: l.Annotations[AddressAnnotation], Clusters: clusters,
-		Expires: l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)}, true
+		Expires: l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second), JoiningUntil: joiningUntil}, true
 }
 
 // ReadReplicas lists the live replicas from their Leases, for `flotilla status`.

@@ -131,3 +131,77 @@ func TestReplicasHandClustersOverWithoutOverlap(t *testing.T) {
 		t.Fatalf("after r2's Lease expired r1 holds %v, want every cluster", got)
 	}
 }
+
+// Replicas started together take nothing while they join and then split the clusters at
+// their first claim; a replica started later leaves its share with the running one until its
+// join ends, and gets it without overlap after.
+func TestJoiningReplicasSplitFromTheirFirstClaim(t *testing.T) {
+	ctx := context.Background()
+	var objs []client.Object
+	var names []string
+	for i := range 8 {
+		name := fmt.Sprintf("c%d", i)
+		names = append(names, name)
+		objs = append(objs, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).Build()
+	joined := func(r *Ring) { r.joiningUntil = time.Now().Add(-time.Millisecond) }
+	step := func(rs ...*Ring) {
+		t.Helper()
+		for _, r := range rs {
+			if err := r.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, cl := range names {
+				if rs[0] != r && rs[0].Owns(cl) && r.Owns(cl) {
+					t.Fatalf("both %s and %s hold %s", rs[0].Identity, r.Identity, cl)
+				}
+			}
+		}
+	}
+	r1, r2 := newRing(c, "r1"), newRing(c, "r2")
+	r1.JoinWait, r2.JoinWait = time.Minute, time.Minute
+	step(r1, r2)
+	if len(r1.Held())+len(r2.Held()) != 0 {
+		t.Fatalf("joining replicas hold clusters: %v / %v", r1.Held(), r2.Held())
+	}
+	if reps := r2.Replicas(); len(reps) != 2 || !reps[0].joining(time.Now()) {
+		t.Fatalf("r2 does not see r1 joining: %+v", reps)
+	}
+	joined(r1)
+	step(r1)
+	for _, cl := range names {
+		if want := Owner(cl, []string{"r1", "r2"}) == "r1"; r1.Owns(cl) != want {
+			t.Fatalf("r1's first claim holds %v: it took r2's share or left its own (%s)", r1.Held(), cl)
+		}
+	}
+
+	// r3 starts while r1 and r2 run: they keep its share until its join ends.
+	joined(r2)
+	step(r2, r1)
+	r3 := newRing(c, "r3")
+	r3.JoinWait = time.Minute
+	step(r3, r1, r2)
+	if len(r1.Held())+len(r2.Held()) != len(names) || len(r3.Held()) != 0 {
+		t.Fatalf("while r3 joins: r1 %v, r2 %v, r3 %v; want r1 and r2 to keep every cluster", r1.Held(), r2.Held(), r3.Held())
+	}
+	joined(r3)
+	for range 3 {
+		step(r3, r1, r2)
+		for _, a := range []*Ring{r1, r2} {
+			for _, cl := range names {
+				if a.Owns(cl) && r3.Owns(cl) {
+					t.Fatalf("%s and r3 both hold %s", a.Identity, cl)
+				}
+			}
+		}
+	}
+	for _, cl := range names {
+		want := Owner(cl, []string{"r1", "r2", "r3"})
+		for _, r := range []*Ring{r1, r2, r3} {
+			if r.Owns(cl) != (r.Identity == want) {
+				t.Fatalf("%s: owner %s; r1 %v, r2 %v, r3 %v", cl, want, r1.Held(), r2.Held(), r3.Held())
+			}
+		}
+	}
+}
