@@ -47,7 +47,7 @@ const (
 	ClustersAnnotation = "shard.flotilla.dev/clusters"
 	// JoiningUntilAnnotation is when a starting replica ends its join (RFC 3339).
 	JoiningUntilAnnotation = "shard.flotilla.dev/joining-until"
-	leasePrefix        = "flotilla-shard-"
+	leasePrefix            = "flotilla-shard-"
 )
 
 // LeaseName is the name of a replica's shard Lease.
