@@ -54,6 +54,9 @@ import (
 type ScaleOptions struct {
 	Members   int // member clusters
 	Templates int // Deployments of 1 replica, each placed on every member
+	// SpreadBy is a member label: each template goes to the members of one of its values, the
+	// values taken in turn (one policy per value). Empty: every template on every member.
+	SpreadBy string
 	// LatencySamples are single-template changes timed after the bulk run.
 	LatencySamples int
 	// Lose is how many members are stopped at once for failover.
@@ -142,10 +145,14 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 	if err != nil {
 		return err
 	}
+	layout, err := newScaleLayout(lf.Fleet(), o.SpreadBy)
+	if err != nil {
+		return err
+	}
 	members, n := c.members, o.Templates
-	objects := n * len(members)
-	fmt.Fprintf(out, "== scale: %d members, %d Deployments of 1 replica on every member (%d member objects), %d cores\n",
-		len(members), n, objects, goruntime.NumCPU())
+	objects := layout.objects(n)
+	fmt.Fprintf(out, "== scale: %d members, %d Deployments of 1 replica %s (%d member objects), %d cores\n",
+		len(members), n, layout, objects, goruntime.NumCPU())
 	timeline := &memberTimeline{applied: map[string]map[string]time.Time{}, available: map[string]map[string]time.Time{}}
 	board := newMemberBoard(func(member string, d *appsv1.Deployment, now time.Time) {
 		if d.Namespace == scaleReleaseNS {
@@ -173,7 +180,7 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 	// 1. The ceiling: a plain server-side-apply client, all members at once.
 	var ceiling spans
 	if !o.skips("ceiling") {
-		if ceiling, err = scaleCeiling(ctx, c, board, n, objects, out); err != nil {
+		if ceiling, err = scaleCeiling(ctx, c, board, layout, n, out); err != nil {
 			return err
 		}
 	}
@@ -182,11 +189,10 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 	if err := cp(ctx, c.cp, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNS}}); err != nil {
 		return err
 	}
-	if err := cp(ctx, c.cp, &policyv1alpha1.PropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "all", Namespace: scaleNS},
-		Spec:       policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}}},
-	}); err != nil {
-		return err
+	for _, p := range layout.policies(scaleNS) {
+		if err := cp(ctx, c.cp, p); err != nil {
+			return err
+		}
 	}
 	cpuBefore, fleetBefore := cpuSeconds(pid), fleetCPU(lf)
 	writesBefore, err := fleetWrites(ctx, lf)
@@ -194,13 +200,13 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 		return err
 	}
 	start := time.Now()
-	aggregated := watchAggregated(ctx, c.cpCS, scaleNS, n, int32(len(members)), start)
-	if err := forEachParallel(n, inFlightPerMember, func(i int) error { return c.cp.Create(ctx, scaleDeployment(scaleNS, i)) }); err != nil {
+	aggregated := watchAggregated(ctx, c.cpCS, scaleNS, n, func(name string) int32 { return int32(len(layout.members(templateIndex(name)))) }, start)
+	if err := forEachParallel(n, inFlightPerMember, func(i int) error { return c.cp.Create(ctx, layout.deployment(scaleNS, i)) }); err != nil {
 		return fmt.Errorf("creating templates: %w", err)
 	}
 	created := time.Since(start)
 	if err := board.waitAvailable(ctx, scaleNS, objects, 60*time.Minute); err != nil {
-		return fmt.Errorf("flotilla: %w (%s)", err, board.lagging(scaleNS, members, n))
+		return fmt.Errorf("flotilla: %w (%s)", err, board.lagging(scaleNS, members, layout.perMember(n)))
 	}
 	flotilla := board.span(scaleNS, start)
 	agg, err := aggregated()
@@ -221,8 +227,8 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 	fmt.Fprintf(out, "1. Flotilla: templates created in %.1fs; all %d member objects exist %.1fs, available %.1fs (%.0f objects/s): %s\n",
 		created.Seconds(), objects, flotilla.exist.Seconds(), flotilla.available.Seconds(), float64(objects)/flotilla.available.Seconds(), ratio)
 	fmt.Fprintf(out, "   member objects available: %s\n", board.spread(scaleNS, start))
-	fmt.Fprintf(out, "2. every template's status aggregated from all %d clusters %.1fs after the start: %.1fs after the last member object was available\n",
-		len(members), agg.Seconds(), (agg - flotilla.available).Seconds())
+	fmt.Fprintf(out, "2. every template's status aggregated from all its clusters %.1fs after the start: %.1fs after the last member object was available\n",
+		agg.Seconds(), (agg - flotilla.available).Seconds())
 	ready, total, err := bindingsReady(ctx, c.cp, scaleNS)
 	if err != nil {
 		return err
@@ -251,12 +257,17 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 	}
 
 	// 3. One template change reaching every cluster.
-	lat, err := scaleChangeLatency(ctx, c, board, n, o.LatencySamples)
+	lat, err := scaleChangeLatency(ctx, c, board, layout, n, o.LatencySamples)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "3. one template change -> all %d clusters: p50 %s p99 %s max %s (%d changes; goal p99 < 5s)\n",
-		len(members), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat))
+	fewest, most := layout.clustersPerTemplate()
+	clusters := fmt.Sprintf("%d", most)
+	if fewest != most {
+		clusters = fmt.Sprintf("%d to %d", fewest, most)
+	}
+	fmt.Fprintf(out, "3. one template change -> all its %s clusters: p50 %s p99 %s max %s (%d changes; goal p99 < 5s)\n",
+		clusters, pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat))
 
 	// 8. A manager restart at full load.
 	if err := scaleRestart(ctx, lf, c, out); err != nil {
@@ -279,12 +290,13 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 
 // scaleCeiling applies the templates' Deployments to every member with a plain server-side-
 // apply client and says when all were available.
-func scaleCeiling(ctx context.Context, c *clients, board *memberBoard, n, objects int, out io.Writer) (spans, error) {
+func scaleCeiling(ctx context.Context, c *clients, board *memberBoard, layout scaleLayout, n int, out io.Writer) (spans, error) {
+	objects := layout.objects(n)
 	if err := forEachParallel(len(c.members), 16, func(i int) error { return ensureNS(ctx, c.memberCS[c.members[i]], scaleCeilingNS) }); err != nil {
 		return spans{}, err
 	}
 	start := time.Now()
-	if err := ssaAll(ctx, c, scaleCeilingNS, n); err != nil {
+	if err := ssaAll(ctx, c, scaleCeilingNS, layout, n); err != nil {
 		return spans{}, fmt.Errorf("ceiling client: %w", err)
 	}
 	applied := time.Since(start)
@@ -330,14 +342,15 @@ func scaleDeployment(ns string, i int) *appsv1.Deployment {
 // inFlightPerMember requests at a time per member, fewer beyond 8 members so that no more
 // than 256 are in flight. 50 members x 32 in flight timed out in the members' shared etcd on
 // 2 cores; a request that times out there is sent again, as a careful client would.
-func ssaAll(ctx context.Context, c *clients, ns string, n int) error {
+func ssaAll(ctx context.Context, c *clients, ns string, layout scaleLayout, n int) error {
 	inFlight := max(4, min(inFlightPerMember, 256/len(c.members)))
 	var wg sync.WaitGroup
 	errs := make(chan error, len(c.members))
 	for _, m := range c.members {
+		templates := layout.templatesOf(m, n)
 		wg.Go(func() {
-			errs <- forEachParallel(n, inFlight, func(i int) error {
-				obj := scaleDeployment(ns, i)
+			errs <- forEachParallel(len(templates), inFlight, func(j int) error {
+				obj := layout.deployment(ns, templates[j])
 				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 				if err != nil {
 					return err
@@ -370,8 +383,8 @@ func retryable(err error) bool {
 }
 
 // watchAggregated watches the templates of ns until each shows its generation observed and
-// availableReplicas from every cluster (want: clusters x 1 replica), and says when.
-func watchAggregated(ctx context.Context, cs kubernetes.Interface, ns string, n int, want int32, start time.Time) func() (time.Duration, error) {
+// availableReplicas from every cluster it is placed on (want: 1 replica on each), and says when.
+func watchAggregated(ctx context.Context, cs kubernetes.Interface, ns string, n int, want func(name string) int32, start time.Time) func() (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Minute)
 	templates := cs.AppsV1().Deployments(ns)
 	lw := &cache.ListWatch{
@@ -382,7 +395,7 @@ func watchAggregated(ctx context.Context, cs kubernetes.Interface, ns string, n 
 	}
 	done := map[string]bool{}
 	note := func(d *appsv1.Deployment) {
-		done[d.Name] = d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == want
+		done[d.Name] = d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == want(d.Name)
 	}
 	all := func() bool {
 		k := 0
@@ -450,18 +463,19 @@ func bindingsReady(ctx context.Context, c client.Client, ns string) (ready, tota
 }
 
 // scaleChangeLatency changes one template at a time and times until every member shows it.
-func scaleChangeLatency(ctx context.Context, c *clients, board *memberBoard, n, samples int) ([]time.Duration, error) {
+func scaleChangeLatency(ctx context.Context, c *clients, board *memberBoard, layout scaleLayout, n, samples int) ([]time.Duration, error) {
 	var out []time.Duration
 	for s := range samples {
-		name := fmt.Sprintf("app-%04d", (s*7919)%n)
+		i := (s * 7919) % n
+		name, placed := fmt.Sprintf("app-%04d", i), layout.members(i)
 		value := "change-" + strconv.Itoa(s)
 		patch := []byte(`{"metadata":{"annotations":{"` + changeKey + `":"` + value + `"}}}`)
 		start := time.Now()
 		if err := c.cp.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: scaleNS, Name: name}}, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 			return nil, err
 		}
-		if err := poll(ctx, 2*time.Minute, func() bool { return board.changed(scaleNS, name, value, c.members) == len(c.members) }); err != nil {
-			return nil, fmt.Errorf("change of %s: %d of %d clusters: %w", name, board.changed(scaleNS, name, value, c.members), len(c.members), err)
+		if err := poll(ctx, 2*time.Minute, func() bool { return board.changed(scaleNS, name, value, placed) == len(placed) }); err != nil {
+			return nil, fmt.Errorf("change of %s: %d of %d clusters: %w", name, board.changed(scaleNS, name, value, placed), len(placed), err)
 		}
 		out = append(out, time.Since(start))
 	}
@@ -1047,7 +1061,7 @@ func (b *memberBoard) spread(ns string, start time.Time) string {
 func sorted(d []time.Duration) []time.Duration { slices.Sort(d); return d }
 
 // lagging says, for a bench that timed out, how many objects each member lacks.
-func (b *memberBoard) lagging(ns string, members []string, n int) string {
+func (b *memberBoard) lagging(ns string, members []string, want map[string]int) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	have := map[string]int{}
@@ -1058,8 +1072,8 @@ func (b *memberBoard) lagging(ns string, members []string, n int) string {
 	}
 	var parts []string
 	for _, m := range members {
-		if have[m] < n {
-			parts = append(parts, fmt.Sprintf("%s %d/%d", m, have[m], n))
+		if have[m] < want[m] {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", m, have[m], want[m]))
 		}
 	}
 	if len(parts) > 10 {

@@ -318,7 +318,9 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 		Example: fmt.Sprintf(`  # The issue's size: 100 slim members, 1000 Deployments on each (100 000 member objects); about 19 GiB
   %[1]s bench scale
   # Small, to try it out
-  %[1]s bench scale --members 5 --templates 50`, invokedName()),
+  %[1]s bench scale --members 5 --templates 50
+  # Label subsets: each Deployment on the members of one region (the generated fleet has 3)
+  %[1]s bench scale --members 100 --templates 1500 --spread-by region`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("lose") {
@@ -365,7 +367,8 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Members, "members", o.Members, "member clusters")
-	f.IntVar(&o.Templates, "templates", o.Templates, "Deployments of 1 replica, each placed on every member")
+	f.IntVar(&o.Templates, "templates", o.Templates, "Deployments of 1 replica, each placed on every member (or, with --spread-by, on one label value's members)")
+	f.StringVar(&o.SpreadBy, "spread-by", "", "a member label, e.g. region: each Deployment goes to the members of one of its values, the values in turn, by one PropagationPolicy per value; empty places every Deployment on every member")
 	f.StringVar(&profile, "profile", string(localfleet.ProfileSlim), "member profile: slim (apiserver and kwok) or full")
 	f.IntVar(&o.LatencySamples, "latency-samples", o.LatencySamples, "single-template changes timed after the bulk run")
 	f.IntVar(&o.Lose, "lose", 10, "members stopped at once for failover; default 10, or half the members when fewer than 20")
