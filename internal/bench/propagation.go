@@ -667,13 +667,22 @@ func StartFleet(ctx context.Context, binDir, flotillaBin string, crds []byte, me
 // StartFleetOf is StartFleet for a given fleet, for example slim members for scale work. The
 // join waits 5 minutes and 3 seconds more per member: 100 slim members take minutes to start.
 func StartFleetOf(ctx context.Context, binDir, flotillaBin string, crds []byte, fleet *localfleet.Fleet, managerArgs []string) (*localfleet.LocalFleet, func(), error) {
+	return StartFleetShowing(ctx, binDir, flotillaBin, crds, fleet, managerArgs, io.Discard)
+}
+
+// StartFleetShowing is StartFleetOf that prints to out, every 10 s, how far the fleet got.
+func StartFleetShowing(ctx context.Context, binDir, flotillaBin string, crds []byte, fleet *localfleet.Fleet, managerArgs []string, out io.Writer) (*localfleet.LocalFleet, func(), error) {
+	var progressOut io.Writer = io.Discard
+	if out != io.Discard {
+		progressOut = newFleetProgress(out, "fleet", 10*time.Second)
+	}
 	dir, err := os.MkdirTemp("", "flotilla-bench-")
 	if err != nil {
 		return nil, nil, err
 	}
 	lf, err := localfleet.Open(localfleet.Options{
 		StateDir: dir, BinDir: binDir, Fleet: fleet, CRDs: crds,
-		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: managerArgs}, Out: io.Discard,
+		Manager: &localfleet.ManagerCommand{Binary: flotillaBin, Args: managerArgs}, Out: progressOut,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -700,7 +709,7 @@ func StartFleetOf(ctx context.Context, binDir, flotillaBin string, crds []byte, 
 		cleanup()
 		return nil, nil, err
 	}
-	if err := lf.Join(ctx, c, nil, 5*time.Minute+3*time.Second*time.Duration(len(fleet.Members))); err != nil {
+	if err := lf.Join(ctx, c, progressOut, 5*time.Minute+3*time.Second*time.Duration(len(fleet.Members))); err != nil {
 		cleanup()
 		return nil, nil, err
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -249,9 +248,10 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, profile localfl
 	if err != nil {
 		return err
 	}
+	progress := bench.FleetProgress(out)
 	lf, err := localfleet.Open(localfleet.Options{
 		StateDir: dir, BinDir: g.binDir, Fleet: localfleet.GeneratedFleet(n, profile), CRDs: crdYAML(),
-		Manager: &localfleet.ManagerCommand{Binary: exe, Args: probe.args()}, Out: io.Discard,
+		Manager: &localfleet.ManagerCommand{Binary: exe, Args: probe.args()}, Out: progress,
 	})
 	if err != nil {
 		return err
@@ -272,7 +272,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, profile localfl
 	if err != nil {
 		return err
 	}
-	if err := lf.Join(ctx, c, nil, 5*time.Minute); err != nil {
+	if err := lf.Join(ctx, c, progress, 5*time.Minute); err != nil {
 		return err
 	}
 	total := time.Since(start)
@@ -356,7 +356,7 @@ func newBenchScaleCommand(g *globals) *cobra.Command {
 			start := time.Now()
 			fleet := localfleet.GeneratedFleet(o.Members, p)
 			fleet.Manager = &localfleet.ManagerSettings{Replicas: o.ManagerReplicas}
-			lf, cleanup, err := bench.StartFleetOf(ctx, g.binDir, exe, crdYAML(), fleet, args)
+			lf, cleanup, err := bench.StartFleetShowing(ctx, g.binDir, exe, crdYAML(), fleet, args, g.streams.Out)
 			if err != nil {
 				return err
 			}

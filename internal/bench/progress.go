@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fleetProgress condenses the local fleet's one line per step into a line every period: a
+// bench of 100 members would otherwise print several hundred lines before its first figure,
+// or (as it did) nothing for minutes. A failed step is printed at once.
+type fleetProgress struct {
+	mu      sync.Mutex
+	out     io.Writer
+	what    string
+	start   time.Time
+	every   time.Duration
+	printed time.Time
+	ready   int
+	partial []byte
+}
+
+func newFleetProgress(out io.Writer, what string, every time.Duration) *fleetProgress {
+	now := time.Now()
+	return &fleetProgress{out: out, what: what, start: now, every: every, printed: now}
+}
+
+func (p *fleetProgress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(p.partial[:i])
+		p.partial = p.partial[i+1:]
+		switch {
+		case strings.Contains(line, "✗"):
+			fmt.Fprintln(p.out, line)
+		case strings.Contains(line, "✓") || strings.HasSuffix(line, " started"):
+			p.ready++
+			// Only steps print: a fleet stopping at the end says nothing.
+			if now := time.Now(); now.Sub(p.printed) >= p.every {
+				p.printed = now
+				fmt.Fprintf(p.out, "  %s: %d steps done after %.0fs\n", p.what, p.ready, now.Sub(p.start).Seconds())
+			}
+		}
+	}
+	return len(b), nil
+}
+
+// FleetProgress is a writer for a local fleet's Out that prints to out how far it got, a line
+// every 10 s.
+func FleetProgress(out io.Writer) io.Writer { return newFleetProgress(out, "fleet", 10*time.Second) }
