@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// fleetProgress condenses the local fleet's one line per step into a line every period: a
+// FleetProgressWriter condenses the local fleet's one line per step into a line every period: a
 // bench of 100 members would otherwise print several hundred lines before its first figure,
 // or (as it did) nothing for minutes. A failed step is printed at once.
-type fleetProgress struct {
+type FleetProgressWriter struct {
 	mu      sync.Mutex
 	out     io.Writer
 	what    string
@@ -21,16 +21,28 @@ type fleetProgress struct {
 	printed time.Time
 	ready   int
 	partial []byte
+	// finished: the fleet is up; its later steps (a member restarted mid-bench) say nothing.
+	finished bool
 }
 
-func newFleetProgress(out io.Writer, what string, every time.Duration) *fleetProgress {
-	now := time.Now()
-	return &fleetProgress{out: out, what: what, start: now, every: every, printed: now}
-}
-
-func (p *fleetProgress) Write(b []byte) (int, error) {
+// Finish ends the progress lines.
+func (p *FleetProgressWriter) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.finished = true
+}
+
+func newFleetProgress(out io.Writer, what string, every time.Duration) *FleetProgressWriter {
+	now := time.Now()
+	return &FleetProgressWriter{out: out, what: what, start: now, every: every, printed: now}
+}
+
+func (p *FleetProgressWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished {
+		return len(b), nil
+	}
 	p.partial = append(p.partial, b...)
 	for {
 		i := bytes.IndexByte(p.partial, '\n')
@@ -55,5 +67,7 @@ func (p *fleetProgress) Write(b []byte) (int, error) {
 }
 
 // FleetProgress is a writer for a local fleet's Out that prints to out how far it got, a line
-// every 10 s.
-func FleetProgress(out io.Writer) io.Writer { return newFleetProgress(out, "fleet", 10*time.Second) }
+// every 10 s, until Finish.
+func FleetProgress(out io.Writer) *FleetProgressWriter {
+	return newFleetProgress(out, "fleet", 10*time.Second)
+}

@@ -32,3 +32,15 @@ func TestFleetProgressCondensesSteps(t *testing.T) {
 		t.Fatalf("a stop printed %q", out.String())
 	}
 }
+
+// Once finished, a step of a member restarted later in the bench prints nothing.
+func TestFleetProgressIsQuietOnceFinished(t *testing.T) {
+	var out bytes.Buffer
+	p := newFleetProgress(&out, "fleet", time.Hour)
+	p.printed = time.Now().Add(-2 * time.Hour)
+	p.Finish()
+	_, _ = p.Write([]byte("  ✓ member-01-apiserver               ready in 1.0s\n  ✗ member-02-apiserver               failed after 9.0s\n"))
+	if out.Len() != 0 {
+		t.Fatalf("a finished progress printed %q", out.String())
+	}
+}

@@ -672,10 +672,8 @@ func StartFleetOf(ctx context.Context, binDir, flotillaBin string, crds []byte, 
 
 // StartFleetShowing is StartFleetOf that prints to out, every 10 s, how far the fleet got.
 func StartFleetShowing(ctx context.Context, binDir, flotillaBin string, crds []byte, fleet *localfleet.Fleet, managerArgs []string, out io.Writer) (*localfleet.LocalFleet, func(), error) {
-	var progressOut io.Writer = io.Discard
-	if out != io.Discard {
-		progressOut = newFleetProgress(out, "fleet", 10*time.Second)
-	}
+	progressOut := FleetProgress(out)
+	defer progressOut.Finish()
 	dir, err := os.MkdirTemp("", "flotilla-bench-")
 	if err != nil {
 		return nil, nil, err

@@ -275,6 +275,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, profile localfl
 	if err := lf.Join(ctx, c, progress, 5*time.Minute); err != nil {
 		return err
 	}
+	progress.Finish()
 	total := time.Since(start)
 	fmt.Fprintf(out, "up, processes ready:        %6.1fs\n", res.Duration.Seconds())
 	fmt.Fprintf(out, "up to all members Ready:    %6.1fs\n", total.Seconds())
