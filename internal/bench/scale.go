@@ -318,7 +318,7 @@ func scaleCeiling(ctx context.Context, c *clients, board *memberBoard, layout sc
 	err = forEachParallel(len(c.members), 16, func(i int) error {
 		for try := 1; ; try++ {
 			err := c.memberCS[c.members[i]].AppsV1().Deployments(scaleCeilingNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-			if err == nil || try == 5 || !retryable(err) {
+			if err == nil || try == 5 || !kube.Busy(err) {
 				return err
 			}
 			time.Sleep(time.Duration(try) * time.Second)
@@ -364,7 +364,7 @@ func ssaAll(ctx context.Context, c *clients, ns string, layout scaleLayout, n in
 				for try := 1; ; try++ {
 					_, err = c.memberDyn[m].Resource(deploymentsGVR).Namespace(ns).Apply(ctx, obj.Name, &unstructured.Unstructured{Object: u},
 						metav1.ApplyOptions{FieldManager: "bench-ceiling", Force: true})
-					if err == nil || try == 5 || !retryable(err) {
+					if err == nil || try == 5 || !kube.Busy(err) {
 						return err
 					}
 					time.Sleep(time.Duration(try) * 200 * time.Millisecond)
@@ -380,12 +380,6 @@ func ssaAll(ctx context.Context, c *clients, ns string, layout scaleLayout, n in
 		}
 	}
 	return nil
-}
-
-// retryable says whether an apiserver's answer is a timeout or overload worth sending again.
-func retryable(err error) bool {
-	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) && strings.Contains(err.Error(), "timed out")
 }
 
 // watchAggregated watches the templates of ns until each shows its generation observed and

@@ -96,6 +96,8 @@ type Executor struct {
 	applied sync.Map
 	// dirtySince is when a Work's status first differed from the written one.
 	dirtySince sync.Map
+	// busyTries counts a Work's applies in a row that a busy member refused (kube.Busy).
+	busyTries sync.Map
 	// Recorder records DriftCorrected and Drifted events on bindings and templates.
 	Recorder events.EventRecorder
 	// DriftCheckInterval is how often every Work is compared with its member objects without
@@ -289,6 +291,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 func (e *Executor) forgetAll(key types.NamespacedName) {
 	e.applied.Delete(key)
 	e.dirtySince.Delete(key)
+	e.busyTries.Delete(key)
 	e.forgetWork(key)
 }
 
@@ -363,11 +366,23 @@ func (e *Executor) applyWork(ctx context.Context, key types.NamespacedName, clus
 	after, err := e.apply(ctx, key, cluster, w, status)
 	var conflict *conflictError
 	var retain *retainError
+	if !kube.Busy(err) {
+		e.busyTries.Delete(key)
+	}
 	switch {
 	case errors.Is(err, errStaleWork):
 		return ctrl.Result{}, true
 	case err == nil:
 		result.RequeueAfter = max(after, 0)
+	case kube.Busy(err):
+		// An overloaded member (a timeout, throttling, "etcdserver: request timed out") or a
+		// dropped connection answers a later try: soon, backing off, instead of the wait of
+		// a manifest the member refused. A release's wave waits on every such apply.
+		setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
+		tries, _ := e.busyTries.Load(key)
+		n, _ := tries.(int)
+		e.busyTries.Store(key, n+1)
+		result.RequeueAfter = kube.BusyBackoff(n)
 	case errors.As(err, &conflict):
 		setApplied(status, w, metav1.ConditionFalse, "Conflict", err.Error())
 	case errors.As(err, &retain):

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
@@ -217,7 +216,7 @@ func whileBusy(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(busyRetryFor)
 	for {
 		err := fn()
-		if err == nil || !busy(err) || time.Now().After(deadline) {
+		if err == nil || !kube.Busy(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {
@@ -226,11 +225,4 @@ func whileBusy(ctx context.Context, fn func() error) error {
 		case <-time.After(backoff.Step()):
 		}
 	}
-}
-
-// busy says whether err is one an overloaded server gives and a later try may not.
-func busy(err error) bool {
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
-		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }
