@@ -257,16 +257,25 @@ func Scale(ctx context.Context, lf *localfleet.LocalFleet, o ScaleOptions, out i
 	}
 
 	// 3. One template change reaching every cluster.
+	failures := func() (busy, refused float64) {
+		busy, _ = managerMetricSum(ctx, lf, "flotilla_apply_failures_total{", `reason="busy"`)
+		refused, _ = managerMetricSum(ctx, lf, "flotilla_apply_failures_total{", `reason="refused"`)
+		return busy, refused
+	}
+	busyBefore, refusedBefore := failures()
 	lat, err := scaleChangeLatency(ctx, c, board, layout, n, o.LatencySamples)
 	if err != nil {
 		return err
 	}
+	busyAfter, refusedAfter := failures()
 	fewest, most := layout.clustersPerTemplate()
 	clusters := fmt.Sprintf("%d", most)
 	if fewest != most {
 		clusters = fmt.Sprintf("%d to %d", fewest, most)
 	}
 	fmt.Fprintf(out, "3. one template change -> all its %s clusters (goal p99 < 5s): %s\n", clusters, lat)
+	fmt.Fprintf(out, "   member applies that failed meanwhile: %.0f busy (asked again within seconds), %.0f refused (asked again after 10s)\n",
+		busyAfter-busyBefore, refusedAfter-refusedBefore)
 
 	// 8. A manager restart at full load.
 	if err := scaleRestart(ctx, lf, c, out); err != nil {
@@ -631,6 +640,12 @@ func busyWrites(w writeCounts) float64 {
 
 // managerQueueDepth sums the controller-manager's work queue depths from its metrics.
 func managerQueueDepth(ctx context.Context, lf *localfleet.LocalFleet) (float64, error) {
+	return managerMetricSum(ctx, lf, "workqueue_depth{", "")
+}
+
+// managerMetricSum sums every series of the controller-manager's metrics whose line starts
+// with prefix (a metric name and "{", or a name and " ") and holds label (empty: any).
+func managerMetricSum(ctx context.Context, lf *localfleet.LocalFleet, prefix, label string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+lf.ManagerMetricsAddress()+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -646,7 +661,7 @@ func managerQueueDepth(ctx context.Context, lf *localfleet.LocalFleet) (float64,
 	}
 	sum := 0.0
 	for line := range strings.SplitSeq(string(data), "\n") {
-		if strings.HasPrefix(line, "workqueue_depth{") {
+		if strings.HasPrefix(line, prefix) && strings.Contains(line, label) {
 			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			sum += v
 		}

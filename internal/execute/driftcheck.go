@@ -34,8 +34,15 @@ var driftTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Member objects found changed by hand: corrected (put back) plus reported (driftCorrection mode Report).",
 }, []string{"cluster"})
 
+// applyFailures counts member applies that failed, by cluster and by whether the member was
+// busy (asked again soon) or refused the manifest.
+var applyFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "flotilla_apply_failures_total",
+	Help: "Member applies that failed: reason busy (a timeout, throttling or an overloaded member; asked again within seconds) or refused (the member rejected the manifest; asked again after 10s).",
+}, []string{"cluster", "reason"})
+
 func init() {
-	metrics.Registry.MustRegister(driftTotal)
+	metrics.Registry.MustRegister(driftTotal, applyFailures)
 }
 
 // DefaultDriftCheckInterval is how often every Work is compared with its member objects even

@@ -379,6 +379,7 @@ func (e *Executor) applyWork(ctx context.Context, key types.NamespacedName, clus
 		// dropped connection answers a later try: soon, backing off, instead of the wait of
 		// a manifest the member refused. A release's wave waits on every such apply.
 		setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
+		applyFailures.WithLabelValues(cluster, "busy").Inc()
 		tries, _ := e.busyTries.Load(key)
 		n, _ := tries.(int)
 		e.busyTries.Store(key, n+1)
@@ -393,6 +394,7 @@ func (e *Executor) applyWork(ctx context.Context, key types.NamespacedName, clus
 		result.RequeueAfter = 10 * time.Second
 	default:
 		setApplied(status, w, metav1.ConditionFalse, "ApplyFailed", err.Error())
+		applyFailures.WithLabelValues(cluster, "refused").Inc()
 		result.RequeueAfter = 10 * time.Second
 	}
 	return result, false
