@@ -78,6 +78,8 @@ type Cache struct {
 	members map[string]*member
 	// reported is the health Pull members' agents report; the cache holds no connection to them.
 	reported map[string]Health
+	// mappers are the REST mappers, shared by members serving the same APIs.
+	mappers *mapperPool
 }
 
 // New returns an empty cache.
@@ -88,7 +90,7 @@ func New(opts Options) *Cache {
 	if opts.DiscoveryInterval == 0 {
 		opts.DiscoveryInterval = DefaultOptions().DiscoveryInterval
 	}
-	return &Cache{opts: opts, events: make(chan event.GenericEvent, 1024), members: map[string]*member{}}
+	return &Cache{opts: opts, events: make(chan event.GenericEvent, 1024), members: map[string]*member{}, mappers: newMapperPool()}
 }
 
 // Events delivers one event per probe of a member (and per agent report), for the cluster
@@ -198,7 +200,7 @@ func (c *Cache) Connect(ctx context.Context, name string, cfg *rest.Config, fing
 	_ = m.factory.Core().V1().Pods().Informer().SetTransform(stripPod)
 	_ = m.factory.Core().V1().Nodes().Informer()
 	m.factory.Start(mctx.Done())
-	m.initObjectWatches()
+	m.initObjectWatches(c.mappers)
 	m.watchServedAPIs(mctx)
 	c.members[name] = m
 	go c.probeLoop(mctx, m)

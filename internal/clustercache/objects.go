@@ -8,9 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -27,15 +25,15 @@ type ObjectEvent struct {
 // objectWatches is the member-side part of a connection: a REST mapper and one informer per
 // resource in use, all limited to objects Flotilla manages.
 type objectWatches struct {
-	mapper  meta.ResettableRESTMapper
+	mapper  *memberMapper
 	factory dynamicinformer.DynamicSharedInformerFactory
 	started map[schema.GroupVersionResource]cache.SharedIndexInformer
 	stop    chan struct{}
 }
 
-func (m *member) initObjectWatches() {
+func (m *member) initObjectWatches(mappers *mapperPool) {
 	m.objects = &objectWatches{
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.Clientset.Discovery())),
+		mapper:  &memberMapper{pool: mappers, discovery: m.Clientset.Discovery()},
 		factory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.Dynamic, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }),
 		started: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 		stop:    make(chan struct{}),
