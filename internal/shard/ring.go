@@ -259,6 +259,16 @@ func (r *Ring) step(ctx context.Context) error {
 	leader := r.readLeader(ctx)
 	all := append([]Replica{{Identity: r.Identity, Address: r.Address, Clusters: next, Expires: now.Add(r.LeaseDuration), JoiningUntil: joiningUntil}}, others...)
 	sort.Slice(all, func(i, j int) bool { return all[i].Identity < all[j].Identity })
+	if !slices.Equal(current, next) {
+		took := 0
+		for _, c := range next {
+			if _, ok := slices.BinarySearch(current, c); !ok {
+				took++
+			}
+		}
+		logf.FromContext(ctx).WithName("shard").Info("The clusters this replica works on changed",
+			"replica", r.Identity, "took", took, "gaveAway", len(dropped), "holding", len(next), "live", len(live))
+	}
 	r.mu.Lock()
 	changed := !slices.Equal(r.held, next) || r.leader != leader || !sameAddresses(r.replicas, all)
 	r.held, r.leader, r.replicas = next, leader, all
