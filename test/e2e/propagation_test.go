@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"time"
+
 	"context"
 	"testing"
 
@@ -39,12 +41,24 @@ func webDeployment(ns string, replicas int32) *appsv1.Deployment {
 	}
 }
 
+// Only NotFound is an absent object (-1): a read that fails otherwise (a timeout on a busy
+// machine) is asked again for up to 2 s, then reads as unknown (-2), never as absent, so
+// that a check of what left a member first cannot take a failed read for a deletion.
 func memberReplicas(t *testing.T, cluster, ns, name string) int32 {
 	d := &appsv1.Deployment{}
-	if err := memberClient(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-		return -1
+	for try := 0; ; try++ {
+		err := memberClient(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d)
+		switch {
+		case err == nil:
+			return ptr.Deref(d.Spec.Replicas, 1)
+		case apierrors.IsNotFound(err):
+			return -1
+		case try == 10:
+			t.Logf("reading Deployment %s/%s in %s: %v", ns, name, cluster, err)
+			return -2
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return ptr.Deref(d.Spec.Replicas, 1)
 }
 
 // Given a policy dividing Deployments 1:1 over east and west, when a 10-replica Deployment is
