@@ -64,6 +64,18 @@ func TestTheE2EFleetSplitsBetweenTwoReplicas(t *testing.T) {
 	}
 }
 
+// eightClusters is a client holding Clusters c0 to c7, and their names.
+func eightClusters() (client.Client, []string) {
+	var objs []client.Object
+	var names []string
+	for i := range 8 {
+		name := fmt.Sprintf("c%d", i)
+		names = append(names, name)
+		objs = append(objs, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	return fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).Build(), names
+}
+
 func newRing(c client.Client, id string) *Ring {
 	return &Ring{Client: c, Clusters: c, Namespace: "flotilla-system", LeaderLease: "flotilla-controller-manager", Identity: id,
 		Address: id + ":8443", LeaseDuration: 15 * time.Second, RenewPeriod: 2 * time.Second}
@@ -74,14 +86,7 @@ func newRing(c client.Client, id string) *Ring {
 // until no live Lease lists it. A replica whose Lease expired loses its clusters to the other.
 func TestReplicasHandClustersOverWithoutOverlap(t *testing.T) {
 	ctx := context.Background()
-	var objs []client.Object
-	var names []string
-	for i := range 8 {
-		name := fmt.Sprintf("c%d", i)
-		names = append(names, name)
-		objs = append(objs, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	}
-	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).Build()
+	c, names := eightClusters()
 	r1, r2 := newRing(c, "r1"), newRing(c, "r2")
 	noOverlap := func(step string) {
 		t.Helper()
@@ -137,14 +142,7 @@ func TestReplicasHandClustersOverWithoutOverlap(t *testing.T) {
 // join ends, and gets it without overlap after.
 func TestJoiningReplicasSplitFromTheirFirstClaim(t *testing.T) {
 	ctx := context.Background()
-	var objs []client.Object
-	var names []string
-	for i := range 8 {
-		name := fmt.Sprintf("c%d", i)
-		names = append(names, name)
-		objs = append(objs, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	}
-	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).Build()
+	c, names := eightClusters()
 	joined := func(r *Ring) { r.joiningUntil = time.Now().Add(-time.Millisecond) }
 	step := func(rs ...*Ring) {
 		t.Helper()
