@@ -24,7 +24,7 @@ func TestOwnerSpreadsClustersAndMovesOnlyWhatItMust(t *testing.T) {
 	count := map[string]int{}
 	before := map[string]string{}
 	for _, c := range clusters {
-		o := Owner(c, three)
+		o := Owner(c, three, "")
 		count[o]++
 		before[c] = o
 	}
@@ -36,7 +36,7 @@ func TestOwnerSpreadsClustersAndMovesOnlyWhatItMust(t *testing.T) {
 	// r2 leaves: only its clusters move, spread over the others.
 	moved := 0
 	for _, c := range clusters {
-		o := Owner(c, []string{"r1", "r3"})
+		o := Owner(c, []string{"r1", "r3"}, "")
 		if before[c] != "r2" && o != before[c] {
 			t.Fatalf("cluster %s moved from %s to %s though its replica stayed", c, before[c], o)
 		}
@@ -47,8 +47,49 @@ func TestOwnerSpreadsClustersAndMovesOnlyWhatItMust(t *testing.T) {
 	if moved != count["r2"] {
 		t.Fatalf("moved %d, want %d", moved, count["r2"])
 	}
-	if Owner("x", nil) != "" {
+	if Owner("x", nil, "") != "" {
 		t.Fatal("no live replica owns nothing")
+	}
+}
+
+// The leader works on a smaller share. When it stops leading only clusters moving to it move,
+// and a replica that starts leading only gives clusters away.
+func TestTheLeaderWorksOnASmallerShare(t *testing.T) {
+	var clusters []string
+	for i := range 1000 {
+		clusters = append(clusters, fmt.Sprintf("store-%04d", i))
+	}
+	three := []string{"r1", "r2", "r3"}
+	share := func(leader string) map[string]string {
+		owners := map[string]string{}
+		for _, c := range clusters {
+			owners[c] = Owner(c, three, leader)
+		}
+		return owners
+	}
+	count := func(owners map[string]string) map[string]int {
+		n := map[string]int{}
+		for _, o := range owners {
+			n[o]++
+		}
+		return n
+	}
+	led := share("r1")
+	// Weights 0.5, 1, 1: the leader about a fifth, the others two fifths each.
+	if n := count(led); n["r1"] < 140 || n["r1"] > 260 || n["r2"] < 330 || n["r3"] < 330 {
+		t.Fatalf("with r1 leading: %v; want r1 about 200 and the others about 400", n)
+	}
+	none := share("")
+	for _, c := range clusters {
+		if led[c] != none[c] && none[c] != "r1" {
+			t.Fatalf("%s moved from %s to %s when r1 stopped leading; only moves to r1 are due", c, led[c], none[c])
+		}
+	}
+	byR2 := share("r2")
+	for _, c := range clusters {
+		if none[c] != byR2[c] && none[c] != "r2" {
+			t.Fatalf("%s moved from %s to %s when r2 started leading; only r2 gives clusters away", c, none[c], byR2[c])
+		}
 	}
 }
 
@@ -56,7 +97,7 @@ func TestTheE2EFleetSplitsBetweenTwoReplicas(t *testing.T) {
 	// test/e2e's sharding test relies on its four members splitting between its two replicas.
 	n := map[string]int{}
 	for i := 1; i <= 4; i++ {
-		n[Owner(fmt.Sprintf("member-%02d", i), []string{"manager-1", "manager-2"})]++
+		n[Owner(fmt.Sprintf("member-%02d", i), []string{"manager-1", "manager-2"}, "manager-1")]++
 	}
 	t.Logf("split: %v", n)
 	if n["manager-1"] == 0 || n["manager-2"] == 0 {
@@ -111,7 +152,7 @@ func TestReplicasHandClustersOverWithoutOverlap(t *testing.T) {
 		}
 	}
 	for _, cl := range names {
-		want := Owner(cl, []string{"r1", "r2"})
+		want := Owner(cl, []string{"r1", "r2"}, "")
 		if (want == "r1") != r1.Owns(cl) || (want == "r2") != r2.Owns(cl) {
 			t.Fatalf("%s: r1 holds %v, r2 holds %v; its owner is %s", cl, r1.Held(), r2.Held(), want)
 		}
@@ -134,6 +175,41 @@ func TestReplicasHandClustersOverWithoutOverlap(t *testing.T) {
 	}
 	if got := r1.Held(); len(got) != len(names) {
 		t.Fatalf("after r2's Lease expired r1 holds %v, want every cluster", got)
+	}
+}
+
+// Replicas read the leader from the leader election Lease and give it the smaller share.
+func TestReplicasGiveTheLeaderItsSmallerShare(t *testing.T) {
+	ctx := context.Background()
+	c, names := eightClusters()
+	holder, seconds, renewed := "r1", int32(15), metav1.NewMicroTime(time.Now())
+	if err := c.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-system", Name: "flotilla-controller-manager"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &renewed}}); err != nil {
+		t.Fatal(err)
+	}
+	r1, r2 := newRing(c, "r1"), newRing(c, "r2")
+	for range 3 {
+		for _, r := range []*Ring{r1, r2} {
+			if err := r.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if id, _, _ := r2.Leader(); id != "r1" {
+		t.Fatalf("r2 sees leader %q, want r1", id)
+	}
+	unweighted := 0
+	for _, cl := range names {
+		want := Owner(cl, []string{"r1", "r2"}, "r1")
+		if r1.Owns(cl) != (want == "r1") || r2.Owns(cl) != (want == "r2") {
+			t.Fatalf("%s belongs to %s; r1 holds %v, r2 holds %v", cl, want, r1.Held(), r2.Held())
+		}
+		if Owner(cl, []string{"r1", "r2"}, "") == "r1" {
+			unweighted++
+		}
+	}
+	if len(r1.Held()) >= unweighted {
+		t.Fatalf("the leader holds %d clusters, %d unweighted: its share did not shrink", len(r1.Held()), unweighted)
 	}
 }
 
@@ -169,7 +245,7 @@ func TestJoiningReplicasSplitFromTheirFirstClaim(t *testing.T) {
 	joined(r1)
 	step(r1)
 	for _, cl := range names {
-		if want := Owner(cl, []string{"r1", "r2"}) == "r1"; r1.Owns(cl) != want {
+		if want := Owner(cl, []string{"r1", "r2"}, "") == "r1"; r1.Owns(cl) != want {
 			t.Fatalf("r1's first claim holds %v: it took r2's share or left its own (%s)", r1.Held(), cl)
 		}
 	}
@@ -195,7 +271,7 @@ func TestJoiningReplicasSplitFromTheirFirstClaim(t *testing.T) {
 		}
 	}
 	for _, cl := range names {
-		want := Owner(cl, []string{"r1", "r2", "r3"})
+		want := Owner(cl, []string{"r1", "r2", "r3"}, "")
 		for _, r := range []*Ring{r1, r2, r3} {
 			if r.Owns(cl) != (r.Identity == want) {
 				t.Fatalf("%s: owner %s; r1 %v, r2 %v, r3 %v", cl, want, r1.Held(), r2.Held(), r3.Held())

@@ -76,10 +76,10 @@ func TestShardedManagersHandOverClustersMidRelease(t *testing.T) {
 		}
 		return strings.Split(l.Annotations[shard.ClustersAnnotation], ",")
 	}
-	// Rendezvous hashing splits the four members (internal/shard checks both get some).
+	// Rendezvous hashing splits the four members, r1 leading (internal/shard checks both get some).
 	want := map[string][]string{}
 	for _, m := range members {
-		o := shard.Owner(m, []string{r1, r2})
+		o := shard.Owner(m, []string{r1, r2}, r1)
 		want[o] = append(want[o], m)
 	}
 	g.Eventually(func() []string { return held(r1) }, time.Minute).Should(gomega.Equal(want[r1]))
