@@ -20,6 +20,8 @@ type FleetProgressWriter struct {
 	every   time.Duration
 	printed time.Time
 	ready   int
+	// members is how many members the fleet has; joined counts those that became Ready.
+	members, joined int
 	partial []byte
 	// finished: the fleet is up; its later steps (a member restarted mid-bench) say nothing.
 	finished bool
@@ -32,9 +34,9 @@ func (p *FleetProgressWriter) Finish() {
 	p.finished = true
 }
 
-func newFleetProgress(out io.Writer, what string, every time.Duration) *FleetProgressWriter {
+func newFleetProgress(out io.Writer, what string, members int, every time.Duration) *FleetProgressWriter {
 	now := time.Now()
-	return &FleetProgressWriter{out: out, what: what, start: now, every: every, printed: now}
+	return &FleetProgressWriter{out: out, what: what, members: members, start: now, every: every, printed: now}
 }
 
 func (p *FleetProgressWriter) Write(b []byte) (int, error) {
@@ -56,18 +58,21 @@ func (p *FleetProgressWriter) Write(b []byte) (int, error) {
 			fmt.Fprintln(p.out, line)
 		case strings.Contains(line, "✓") || strings.HasSuffix(line, " started"):
 			p.ready++
+			if strings.Contains(line, "✓ cluster/") {
+				p.joined++ // the join's line: the member's Cluster is Ready
+			}
 			// Only steps print: a fleet stopping at the end says nothing.
 			if now := time.Now(); now.Sub(p.printed) >= p.every {
 				p.printed = now
-				fmt.Fprintf(p.out, "  %s: %d steps done after %.0fs\n", p.what, p.ready, now.Sub(p.start).Seconds())
+				fmt.Fprintf(p.out, "  %s: %d of %d members joined, %d steps done after %.0fs\n", p.what, p.joined, p.members, p.ready, now.Sub(p.start).Seconds())
 			}
 		}
 	}
 	return len(b), nil
 }
 
-// FleetProgress is a writer for a local fleet's Out that prints to out how far it got, a line
-// every 10 s, until Finish.
-func FleetProgress(out io.Writer) *FleetProgressWriter {
-	return newFleetProgress(out, "fleet", 10*time.Second)
+// FleetProgress is a writer for the Out of a local fleet of members members that prints to out
+// how far it got, a line every 10 s, until Finish.
+func FleetProgress(out io.Writer, members int) *FleetProgressWriter {
+	return newFleetProgress(out, "fleet", members, 10*time.Second)
 }

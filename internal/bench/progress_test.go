@@ -11,7 +11,7 @@ import (
 // steps (a fleet stopping) print nothing.
 func TestFleetProgressCondensesSteps(t *testing.T) {
 	var out bytes.Buffer
-	p := newFleetProgress(&out, "fleet", time.Hour)
+	p := newFleetProgress(&out, "fleet", 2, time.Hour)
 	for range 3 {
 		_, _ = p.Write([]byte("  ✓ member-01-apiserver               ready in 1.0s\n"))
 	}
@@ -22,7 +22,7 @@ func TestFleetProgressCondensesSteps(t *testing.T) {
 	}
 	p.printed = time.Now().Add(-2 * time.Hour)
 	_, _ = p.Write([]byte("  ✓ cluster/member-01                  Ready after 3.0s\n"))
-	if !strings.Contains(out.String(), "fleet: 5 steps done after") {
+	if !strings.Contains(out.String(), "fleet: 1 of 2 members joined, 5 steps done after") {
 		t.Fatalf("after the period a count: %q", out.String())
 	}
 	out.Reset()
@@ -36,7 +36,7 @@ func TestFleetProgressCondensesSteps(t *testing.T) {
 // Once finished, a step of a member restarted later in the bench prints nothing.
 func TestFleetProgressIsQuietOnceFinished(t *testing.T) {
 	var out bytes.Buffer
-	p := newFleetProgress(&out, "fleet", time.Hour)
+	p := newFleetProgress(&out, "fleet", 2, time.Hour)
 	p.printed = time.Now().Add(-2 * time.Hour)
 	p.Finish()
 	_, _ = p.Write([]byte("  ✓ member-01-apiserver               ready in 1.0s\n  ✗ member-02-apiserver               failed after 9.0s\n"))

@@ -672,7 +672,7 @@ func StartFleetOf(ctx context.Context, binDir, flotillaBin string, crds []byte, 
 
 // StartFleetShowing is StartFleetOf that prints to out, every 10 s, how far the fleet got.
 func StartFleetShowing(ctx context.Context, binDir, flotillaBin string, crds []byte, fleet *localfleet.Fleet, managerArgs []string, out io.Writer) (*localfleet.LocalFleet, func(), error) {
-	progressOut := FleetProgress(out)
+	progressOut := FleetProgress(out, len(fleet.Members))
 	defer progressOut.Finish()
 	dir, err := os.MkdirTemp("", "flotilla-bench-")
 	if err != nil {

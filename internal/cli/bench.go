@@ -248,7 +248,7 @@ func benchUp(ctx context.Context, g *globals, exe string, n int, profile localfl
 	if err != nil {
 		return err
 	}
-	progress := bench.FleetProgress(out)
+	progress := bench.FleetProgress(out, n)
 	lf, err := localfleet.Open(localfleet.Options{
 		StateDir: dir, BinDir: g.binDir, Fleet: localfleet.GeneratedFleet(n, profile), CRDs: crdYAML(),
 		Manager: &localfleet.ManagerCommand{Binary: exe, Args: probe.args()}, Out: progress,
