@@ -22,7 +22,7 @@ type FleetProgressWriter struct {
 	ready   int
 	// members is how many members the fleet has; joined counts those that became Ready.
 	members, joined int
-	partial []byte
+	partial         []byte
 	// finished: the fleet is up; its later steps (a member restarted mid-bench) say nothing.
 	finished bool
 }

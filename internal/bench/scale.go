@@ -324,13 +324,14 @@ func scaleCeiling(ctx context.Context, c *clients, board *memberBoard, layout sc
 	// Taken away again, so that Flotilla starts on members holding what the client's did
 	// (at 50 000 objects the copies would double what the members' etcd and caches hold).
 	// A slim member runs no namespace controller, so the Deployments go by collection.
-	err = forEachParallel(len(c.members), 16, func(i int) error {
-		for try := 1; ; try++ {
+	// Thousands per member can outlast the apiserver's request timeout; each try deletes more.
+	err = forEachParallel(len(c.members), 4, func(i int) error {
+		for try := 0; ; try++ {
 			err := c.memberCS[c.members[i]].AppsV1().Deployments(scaleCeilingNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-			if err == nil || try == 5 || !kube.Busy(err) {
+			if err == nil || try == 20 || !kube.Busy(err) {
 				return err
 			}
-			time.Sleep(time.Duration(try) * time.Second)
+			time.Sleep(kube.BusyBackoff(try))
 		}
 	})
 	if err != nil {

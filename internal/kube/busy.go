@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"golang.org/x/net/http2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
@@ -21,7 +22,10 @@ func Busy(err error) bool {
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() ||
+		// The server reset the request's stream: an apiserver whose handler ran past its
+		// timeout aborts it so, a DeleteCollection of thousands on a loaded member among them.
+		errors.As(err, new(http2.StreamError))
 }
 
 // BusyBackoff is the wait before try n+1 (n from 0) of a call a busy server refused: 250 ms

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -20,6 +22,7 @@ func TestBusyTellsOverloadFromMistakes(t *testing.T) {
 		apierrors.NewServiceUnavailable("starting"),
 		apierrors.NewServerTimeout(gr, "patch", 1),
 		fmt.Errorf("applying: %w", context.DeadlineExceeded),
+		&url.Error{Op: "Delete", URL: "https://127.0.0.1:6443/apis/apps/v1/namespaces/a/deployments", Err: http2.StreamError{StreamID: 5065, Code: http2.ErrCodeInternal}},
 	} {
 		if !Busy(err) {
 			t.Errorf("%v: not taken for a busy server", err)
