@@ -247,6 +247,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if err := o.checkShard(); err != nil {
 			return err
 		}
+		if o.selfIssuedShardCertificates() {
+			c, err := client.New(cfg, client.Options{Scheme: kube.Scheme})
+			if err != nil {
+				return err
+			}
+			cleanup, err := o.issueShardCertificate(ctx, secrets{c})
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+		}
 		// The leader Lease names the replica itself, so the others find where it serves its Works.
 		if leaderLock, err = shardLeaderLock(cfg, o.LeaderElectionID, o.Shard.Identity); err != nil {
 			return err

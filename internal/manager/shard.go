@@ -50,6 +50,12 @@ func (o *Options) checkShard() error {
 	if host, _, err := net.SplitHostPort(o.Shard.Address); err != nil || host == "" || host == "0.0.0.0" || host == "::" {
 		return fmt.Errorf("--shard-address %q: give the host:port other replicas reach this one's inventory address at, for example $(POD_IP):8443", o.Shard.Address)
 	}
+	if o.selfIssuedShardCertificates() {
+		if o.Shard.PeerCAFile != "" || o.Shard.PeerServerName != "" {
+			return errors.New("--shard-peer-ca-file and --shard-peer-server-name need --inventory-tls-cert-file: without it each replica issues its own serving certificate from the Secret " + ShardCASecret + " and trusts only that CA for its peers")
+		}
+		return nil
+	}
 	if o.Shard.PeerCAFile == "" {
 		o.Shard.PeerCAFile = o.Inventory.ClientCAFile
 	}
@@ -57,6 +63,11 @@ func (o *Options) checkShard() error {
 		return errors.New("--shard-identity needs --shard-peer-ca-file (or --inventory-client-ca-file): the CA of the replicas' inventory serving certificates")
 	}
 	return nil
+}
+
+// selfIssuedShardCertificates: a sharded replica given no inventory certificate issues its own.
+func (o *Options) selfIssuedShardCertificates() bool {
+	return o.Inventory.CertFile == "" && o.Inventory.KeyFile == ""
 }
 
 // shardLeaderLock is the leader election Lease held under this replica's identity.

@@ -3,8 +3,6 @@ package pull
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -13,14 +11,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/kube"
 )
@@ -47,86 +39,17 @@ type CA struct {
 }
 
 // SecretStore reads and creates Secrets of flotilla-system.
-type SecretStore interface {
-	Get(ctx context.Context, key client.ObjectKey, obj client.Object) error
-	Create(ctx context.Context, obj client.Object) error
-}
+type SecretStore = kube.SecretStore
 
 // LoadCA reads the agents' CA from its Secret, making it on the first start.
 func LoadCA(ctx context.Context, c SecretStore) (*CA, error) {
-	key := client.ObjectKey{Namespace: kube.SystemNamespace, Name: CASecretName}
-	s := &corev1.Secret{}
-	err := c.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) {
-		s, err = newCASecret()
-		if err != nil {
-			return nil, err
-		}
-		if err = c.Create(ctx, s); apierrors.IsAlreadyExists(err) { // another replica made it first
-			err = c.Get(ctx, key, s)
-		}
-	}
+	cert, key, err := kube.LoadOrMakeCA(ctx, c, CASecretName)
 	if err != nil {
-		return nil, fmt.Errorf("the agents' CA (Secret %s/%s): %w", key.Namespace, key.Name, err)
-	}
-	return parseCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
-}
-
-func newCASecret() (*corev1.Secret, error) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "flotilla-agent-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		return nil, err
-	}
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: kube.SystemNamespace, Name: CASecretName},
-		Type:       corev1.SecretTypeTLS,
-		Data: map[string][]byte{
-			corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		},
-	}, nil
-}
-
-func parseCA(certPEM, keyPEM []byte) (*CA, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, errors.New("the agents' CA Secret holds no PEM certificate and key")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	key, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the agents' CA: %w", err)
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return &CA{cert: cert, key: key, pool: pool}, nil
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	return n
 }
 
 // Sign issues a client certificate for cluster's agent to the key of csrPEM. The CSR's own
@@ -148,7 +71,7 @@ func (ca *CA) Sign(csrPEM []byte, cluster string, ttl time.Duration, now time.Ti
 		ttl = DefaultCertificateTTL
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
+		SerialNumber: kube.CertificateSerial(),
 		Subject:      pkix.Name{CommonName: IdentityPrefix + cluster},
 		NotBefore:    now.Add(-5 * time.Minute),
 		NotAfter:     now.Add(ttl),

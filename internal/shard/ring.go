@@ -57,8 +57,8 @@ func LeaseName(identity string) string { return leasePrefix + identity }
 
 // ValidateIdentity checks a replica identity; the error names the flag.
 func ValidateIdentity(id string) error {
-	if errs := validation.IsDNS1123Label(id); len(errs) > 0 || len(id) > 40 {
-		return fmt.Errorf("--shard-identity %q: give a DNS label of at most 40 characters unique to the replica, for example the pod name (%s)", id, strings.Join(errs, "; "))
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+		return fmt.Errorf("--shard-identity %q: give a DNS label (at most 63 characters) unique to the replica, for example the pod name (%s)", id, strings.Join(errs, "; "))
 	}
 	return nil
 }
