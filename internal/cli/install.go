@@ -35,6 +35,7 @@ control plane's objects into an API server that runs no workloads, and writes a 
 the manager's ServiceAccount with --manager-kubeconfig, to run the manager elsewhere.`,
 		Example: fmt.Sprintf(`  %[1]s install --kubeconfig ~/.kube/hub.yaml --image registry.example.com/flotilla-controller-manager:v0.4.0
   %[1]s install --export > flotilla.yaml
+  %[1]s install --shard --manager-replicas 3 --image registry.example.com/flotilla-controller-manager:v0.4.0
   %[1]s install --layout dedicated --kubeconfig cp.kubeconfig --manager-kubeconfig manager.kubeconfig`, invokedName()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -101,6 +102,8 @@ the manager's ServiceAccount with --manager-kubeconfig, to run the manager elsew
 	fs.DurationVar(&o.Wait, "wait", 5*time.Minute, "how long to wait for the hosted controller-manager to be available; 0 returns once applied")
 	fs.StringVar(&managerKubeconfig, "manager-kubeconfig", "", "with --layout dedicated: write a kubeconfig for the controller-manager's ServiceAccount to this file")
 	fs.DurationVar(&tokenTTL, "manager-token-ttl", 30*24*time.Hour, "lifetime of the token in --manager-kubeconfig")
+	fs.IntVar(&o.Replicas, "manager-replicas", 0, "replicas of the hosted controller-manager (default 2); with --shard each works on its share of the member clusters")
+	fs.BoolVar(&o.Shard, "shard", false, "split the member clusters between the hosted controller-manager's replicas: each pod is a replica, the leader serves its Works to the others on port 9443 with certificates the replicas issue from the Secret flotilla-shard-ca")
 	fs.StringArrayVar(&o.ManagerArgs, "manager-arg", nil, "a flag added to the hosted controller-manager's arguments, repeatable (e.g. --manager-arg=--history-dsn=postgres://flotilla@db/flotilla)")
 	return cmd
 }

@@ -71,7 +71,18 @@ type Options struct {
 	// ManagerArgs are added to the hosted manager's arguments (--history-dsn=postgres://...);
 	// a later one of the same flag wins over the base's.
 	ManagerArgs []string
+	// Replicas of the hosted manager; 0 keeps the base's 2.
+	Replicas int
+	// Shard splits the member clusters between the hosted manager's replicas (each its pod,
+	// serving the others on ShardPort with a certificate it issues itself).
+	Shard bool
 }
+
+// ShardPort is where a sharded hosted replica serves the leader's Works to the others.
+const ShardPort = 9443
+
+// maxReplicas bounds --manager-replicas: the shard ring is read by every replica every 2 s.
+const maxReplicas = 16
 
 // Version is this binary's module version: a release tag, a pseudo-version, or "(devel)".
 func Version() string {
@@ -118,6 +129,12 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 	if err := checkImage(o.Image); err != nil {
 		return nil, err
 	}
+	if o.Replicas < 0 || o.Replicas > maxReplicas {
+		return nil, fmt.Errorf("--manager-replicas %d: give 1 to %d (0 keeps the default of 2)", o.Replicas, maxReplicas)
+	}
+	if o.Layout == Dedicated && (o.Shard || o.Replicas != 0) {
+		return nil, errors.New("--shard and --manager-replicas are for --layout hosted: with dedicated you start the replicas yourself, each with --shard-identity (docs/install.md, A sharded controller-manager)")
+	}
 	for _, a := range o.ManagerArgs {
 		if !strings.HasPrefix(a, "--") || strings.ContainsAny(a, "\n") {
 			return nil, fmt.Errorf("--manager-arg %q: give one controller-manager flag with its value, e.g. --manager-arg=--history-dsn=postgres://flotilla@db/flotilla", a)
@@ -139,7 +156,17 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		a[VersionAnnotation] = o.Version
 		u.SetAnnotations(a)
 		if u.GetKind() == "Deployment" && u.GetName() == ManagerDeployment {
-			if err := setContainer(u, o.Image, o.ManagerArgs); err != nil {
+			if err := setContainer(u, o.Image, o.Shard, o.ManagerArgs); err != nil {
+				return nil, err
+			}
+			if o.Replicas != 0 {
+				if err := unstructured.SetNestedField(u.Object, int64(o.Replicas), "spec", "replicas"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if u.GetKind() == "NetworkPolicy" && u.GetName() == ManagerDeployment && o.Shard {
+			if err := letReplicasIn(u); err != nil {
 				return nil, err
 			}
 		}
@@ -155,7 +182,7 @@ func checkImage(image string) error {
 	return nil
 }
 
-func setContainer(u *unstructured.Unstructured, image string, extraArgs []string) error {
+func setContainer(u *unstructured.Unstructured, image string, shard bool, extraArgs []string) error {
 	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 	if err != nil || len(containers) == 0 {
 		return fmt.Errorf("deployment %s has no containers: config/install.yaml is broken", u.GetName())
@@ -163,12 +190,36 @@ func setContainer(u *unstructured.Unstructured, image string, extraArgs []string
 	c := containers[0].(map[string]any)
 	c["image"] = image
 	args, _ := c["args"].([]any)
+	if shard {
+		// Each pod is a replica named after itself; the kubelet fills in $(VAR) from env.
+		args = append(args, "--shard-identity=$(POD_NAME)", fmt.Sprintf("--shard-address=$(POD_IP):%d", ShardPort),
+			fmt.Sprintf("--inventory-bind-address=:%d", ShardPort))
+		env, _ := c["env"].([]any)
+		c["env"] = append(env,
+			map[string]any{"name": "POD_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}},
+			map[string]any{"name": "POD_IP", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "status.podIP"}}})
+		ports, _ := c["ports"].([]any)
+		c["ports"] = append(ports, map[string]any{"name": "shard", "containerPort": int64(ShardPort), "protocol": "TCP"})
+	}
 	for _, a := range extraArgs {
 		args = append(args, a)
 	}
 	c["args"] = args
 	containers[0] = c
 	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+}
+
+// letReplicasIn opens the shard port of the manager's NetworkPolicy to the manager's own pods.
+func letReplicasIn(u *unstructured.Unstructured) error {
+	ingress, _, err := unstructured.NestedSlice(u.Object, "spec", "ingress")
+	if err != nil {
+		return err
+	}
+	ingress = append(ingress, map[string]any{
+		"from":  []any{map[string]any{"podSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": ManagerDeployment}}}},
+		"ports": []any{map[string]any{"port": int64(ShardPort), "protocol": "TCP"}},
+	})
+	return unstructured.SetNestedSlice(u.Object, ingress, "spec", "ingress")
 }
 
 // YAML is the objects as one multi-document YAML (install --export).

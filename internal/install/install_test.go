@@ -1,9 +1,12 @@
 package install
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestObjectsOfEachLayout(t *testing.T) {
@@ -91,8 +94,59 @@ func TestManagerRolesAreLeastPrivilege(t *testing.T) {
 	}
 }
 
+// A sharded install runs each pod as a replica named after itself, serving the others on the
+// shard port, which its NetworkPolicy opens to the manager's pods only; args added by the
+// user come last, so they win.
+func TestShardedObjects(t *testing.T) {
+	objs, err := Objects(Options{Shard: true, Replicas: 3, ManagerArgs: []string{"--inventory-bind-address=:9444"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawDeployment, sawPolicy bool
+	for _, u := range objs {
+		switch {
+		case u.GetKind() == "Deployment":
+			sawDeployment = true
+			if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r != 3 {
+				t.Errorf("replicas %d, want 3", r)
+			}
+			c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			args := strings.Join(asStrings(c["args"]), " ")
+			if !strings.Contains(args, "--shard-identity=$(POD_NAME) --shard-address=$(POD_IP):9443 --inventory-bind-address=:9443 --inventory-bind-address=:9444") {
+				t.Errorf("args %s: want the shard flags, then the user's", args)
+			}
+			env := fmt.Sprint(c["env"])
+			if !strings.Contains(env, "POD_NAME") || !strings.Contains(env, "metadata.name") || !strings.Contains(env, "status.podIP") {
+				t.Errorf("env %s: want POD_NAME and POD_IP from the downward API", env)
+			}
+			if !strings.Contains(fmt.Sprint(c["ports"]), "9443") {
+				t.Errorf("ports %v: want the shard port", c["ports"])
+			}
+		case u.GetKind() == "NetworkPolicy":
+			sawPolicy = true
+			ingress, _, _ := unstructured.NestedSlice(u.Object, "spec", "ingress")
+			if len(ingress) != 2 || !strings.Contains(fmt.Sprint(ingress[1]), "podSelector:map[matchLabels:map[app.kubernetes.io/name:flotilla-controller-manager]]") {
+				t.Errorf("ingress %v: want the shard port open to the manager's pods only", ingress)
+			}
+		}
+	}
+	if !sawDeployment || !sawPolicy {
+		t.Fatal("no Deployment or NetworkPolicy")
+	}
+	plain, err := Objects(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range plain {
+		if u.GetKind() == "Deployment" && strings.Contains(fmt.Sprint(u.Object), "shard") {
+			t.Errorf("an unsharded install carries shard settings: %v", u.Object)
+		}
+	}
+}
+
 func TestBadOptionsNameTheFlag(t *testing.T) {
-	for _, o := range []Options{{Layout: "edge"}, {Image: "-x"}, {Image: "two words"}, {ManagerArgs: []string{"history-dsn=x"}}} {
+	for _, o := range []Options{{Layout: "edge"}, {Image: "-x"}, {Image: "two words"}, {ManagerArgs: []string{"history-dsn=x"}},
+		{Replicas: -1}, {Replicas: 17}, {Layout: Dedicated, Shard: true}} {
 		_, err := Objects(o)
 		if err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("%+v: %v, want an error naming the flag", o, err)
