@@ -304,7 +304,7 @@ func (c *Controller) writeTemplateStatus(ctx context.Context, tmpl *unstructured
 		}
 	}
 	withDriftedCondition(merged, current, drifted)
-	if apiequality.Semantic.DeepEqual(normalize(current), normalize(merged)) {
+	if apiequality.Semantic.DeepEqual(withoutEmpty(normalize(current)), withoutEmpty(normalize(merged))) {
 		return nil
 	}
 	patchStatus := map[string]any{}
@@ -462,6 +462,48 @@ func withDriftedCondition(merged, current map[string]any, drifted []string) {
 }
 
 // normalize makes JSON numbers comparable whatever their Go type.
+// withoutEmpty drops the zero values of a JSON value's fields (0, "", false, null, {} and []),
+// at any depth: a built-in kind's stored status omits them, so a status that differs from the
+// stored one only by them is the same status (a restarted manager, with no record of its
+// last write, would otherwise write every template's status once more).
+func withoutEmpty(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range t {
+			if e = withoutEmpty(e); !isEmptyJSON(e) {
+				out[k] = e
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = withoutEmpty(e)
+		}
+		return out
+	}
+	return v
+}
+
+func isEmptyJSON(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case float64:
+		return t == 0
+	case string:
+		return t == ""
+	case bool:
+		return !t
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
+}
+
 func normalize(m map[string]any) any {
 	data, _ := json.Marshal(m)
 	var out any

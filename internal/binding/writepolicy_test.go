@@ -152,3 +152,50 @@ func TestTemplateStatusKeepsWrittenConditionTimesOverAStaleCache(t *testing.T) {
 		t.Fatalf("stored status %+v: want readyReplicas 2 and Available since 10:00:00 (its first write)", got.Status)
 	}
 }
+
+// A restarted manager has no record of its last status writes: a template whose stored status
+// is the aggregated one, less the zero counters a Deployment's stored status omits, is not
+// written again. A counter that moves still is.
+func TestRestartedManagerWritesNoUnchangedTemplateStatus(t *testing.T) {
+	tmpl := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": "shop", "name": "web", "uid": "u1", "generation": int64(1)}}}
+	var patches atomic.Int32
+	cl := interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl.DeepCopy()).WithStatusSubresource(&appsv1.Deployment{}).Build(),
+		interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches.Add(1)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}})
+	aggregated := func(unavailable int64) map[string]any {
+		return map[string]any{"replicas": int64(20), "readyReplicas": int64(20), "availableReplicas": int64(20), "unavailableReplicas": unavailable,
+			"observedGeneration": int64(1), "conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+				"message": "available in every cluster", "lastTransitionTime": "2026-11-28T10:00:00Z", "lastUpdateTime": "2026-11-28T10:00:00Z"}}}
+	}
+	ctx := context.Background()
+	stored := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	if err := (&Controller{Client: cl}).writeTemplateStatus(ctx, stored(), nil, aggregated(0), templateRollout{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(stored().Object, "status", "unavailableReplicas"); found {
+		t.Fatal("the stored Deployment status keeps a zero counter; the test needs one that omits it")
+	}
+	restarted := &Controller{Client: cl}
+	if err := restarted.writeTemplateStatus(ctx, stored(), nil, aggregated(0), templateRollout{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := patches.Load(); n != 1 {
+		t.Fatalf("a restarted manager wrote an unchanged status: %d status writes, want 1", n)
+	}
+	if err := restarted.writeTemplateStatus(ctx, stored(), nil, aggregated(2), templateRollout{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := patches.Load(); n != 2 {
+		t.Fatalf("unavailableReplicas moved to 2: %d status writes, want 2", n)
+	}
+}
