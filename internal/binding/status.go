@@ -471,7 +471,7 @@ func withoutEmpty(v any) any {
 	case map[string]any:
 		out := map[string]any{}
 		for k, e := range t {
-			if e = withoutEmpty(e); !isEmptyJSON(e) {
+			if e = withoutEmpty(e); !kube.ZeroJSON(e) {
 				out[k] = e
 			}
 		}
@@ -484,24 +484,6 @@ func withoutEmpty(v any) any {
 		return out
 	}
 	return v
-}
-
-func isEmptyJSON(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case float64:
-		return t == 0
-	case string:
-		return t == ""
-	case bool:
-		return !t
-	case map[string]any:
-		return len(t) == 0
-	case []any:
-		return len(t) == 0
-	}
-	return false
 }
 
 func normalize(m map[string]any) any {

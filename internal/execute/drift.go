@@ -3,7 +3,6 @@ package execute
 import (
 	"encoding/base64"
 	"fmt"
-	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/flotilla-dev/flotilla/internal/kube"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
@@ -59,7 +59,7 @@ func diffValue(path string, want, have any, out *[]driftField) {
 	if want == nil {
 		return
 	}
-	if have == nil && isZero(want) {
+	if have == nil && kube.ZeroJSON(want) {
 		return // the server drops empty and zero values it serializes with omitempty
 	}
 	switch w := want.(type) {
@@ -144,29 +144,10 @@ func elementNames(l []any) ([]string, bool) {
 	return names, true
 }
 
-func isZero(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case string:
-		return x == ""
-	case bool:
-		return !x
-	case map[string]any:
-		return len(x) == 0
-	case []any:
-		return len(x) == 0
-	}
-	if f, ok := number(v); ok {
-		return f == 0
-	}
-	return false
-}
-
 // scalarEqual compares leaves: numbers by value, strings also as quantities ("1000m" is "1").
 func scalarEqual(want, have any) bool {
-	if wf, ok := number(want); ok {
-		hf, ok := number(have)
+	if wf, ok := kube.JSONNumber(want); ok {
+		hf, ok := kube.JSONNumber(have)
 		return ok && wf == hf
 	}
 	if ws, ok := want.(string); ok {
@@ -182,22 +163,6 @@ func scalarEqual(want, have any) bool {
 		return err1 == nil && err2 == nil && wq.Cmp(hq) == 0
 	}
 	return reflect.DeepEqual(want, have)
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case float64:
-		return x, !math.IsNaN(x)
-	case float32:
-		return float64(x), true
-	}
-	return 0, false
 }
 
 func sortedKeys(m map[string]any) []string {
