@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,11 +52,52 @@ func LoadOrMakeCA(ctx context.Context, c SecretStore, name string) (*x509.Certif
 	return cert, caKey, nil
 }
 
-func newCASecret(name string) (*corev1.Secret, error) {
+// IssueServingCertificate issues a serving certificate for host (an IP address or a DNS name),
+// named commonName and valid for life but never past the CA, with a new key. It returns both
+// PEM-encoded.
+func IssueServingCertificate(caCert *x509.Certificate, caKey *ecdsa.PrivateKey, commonName, host string, life time.Duration) (certPEM, keyPEM []byte, err error) {
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: CertificateSerial(),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now.Add(-5 * time.Minute),
+		NotAfter:     now.Add(life),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if caCert.NotAfter.Before(tmpl.NotAfter) {
+		tmpl.NotAfter = caCert.NotAfter
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{host}
+	}
+	return sign(tmpl, caCert, caKey)
+}
+
+// sign makes a new key and the certificate of tmpl for it, signed by parent (tmpl itself when
+// parent is nil: self-signed with the new key).
+func sign(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if parent == nil {
+		parent, parentKey = tmpl, k
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &k.PublicKey, parentKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+func newCASecret(name string) (*corev1.Secret, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          CertificateSerial(),
@@ -66,21 +108,14 @@ func newCASecret(name string) (*corev1.Secret, error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(k)
+	certPEM, keyPEM, err := sign(tmpl, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: name},
 		Type:       corev1.SecretTypeTLS,
-		Data: map[string][]byte{
-			corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		},
+		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	}, nil
 }
 

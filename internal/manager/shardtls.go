@@ -2,11 +2,6 @@ package manager
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -41,32 +36,7 @@ func (o *Options) issueShardCertificate(ctx context.Context, store kube.SecretSt
 	if err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: kube.CertificateSerial(),
-		Subject:      pkix.Name{CommonName: o.Shard.Identity},
-		NotBefore:    now.Add(-5 * time.Minute),
-		NotAfter:     now.Add(shardCertificateLife),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if caCert.NotAfter.Before(tmpl.NotAfter) {
-		tmpl.NotAfter = caCert.NotAfter
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		tmpl.IPAddresses = []net.IP{ip}
-	} else {
-		tmpl.DNSNames = []string{host}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	certPEM, keyPEM, err := kube.IssueServingCertificate(caCert, caKey, o.Shard.Identity, host, shardCertificateLife)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +45,8 @@ func (o *Options) issueShardCertificate(ctx context.Context, store kube.SecretSt
 		return nil, err
 	}
 	files := map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		"tls.crt": certPEM,
+		"tls.key": keyPEM,
 		"ca.crt":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}),
 	}
 	for name, data := range files {
