@@ -19,6 +19,7 @@ import (
 
 	workv1alpha1 "github.com/flotilla-dev/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
 // The binding status write policy: a verdict is written at once, a workload on its way and a
@@ -154,27 +155,38 @@ func TestTemplateStatusKeepsWrittenConditionTimesOverAStaleCache(t *testing.T) {
 }
 
 // A restarted manager has no record of its last status writes: a template whose stored status
-// is the aggregated one, less the zero counters a Deployment's stored status omits, is not
-// written again. A counter that moves still is.
+// is the aggregated one, less the zero counters the kube-apiserver leaves out of a stored
+// Deployment status, is not written again. A counter that moves still is.
 func TestRestartedManagerWritesNoUnchangedTemplateStatus(t *testing.T) {
-	tmpl := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"namespace": "shop", "name": "web", "uid": "u1", "generation": int64(1)}}}
+	ctx := context.Background()
+	cfg, real := testenv.Start(t)
+	watching, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := real.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restart"}}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	if err := real.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "restart", Name: "web"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
 	var patches atomic.Int32
-	cl := interceptor.NewClient(fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tmpl.DeepCopy()).WithStatusSubresource(&appsv1.Deployment{}).Build(),
-		interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			patches.Add(1)
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		}})
+	cl := interceptor.NewClient(watching, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		patches.Add(1)
+		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+	}})
 	aggregated := func(unavailable int64) map[string]any {
 		return map[string]any{"replicas": int64(20), "readyReplicas": int64(20), "availableReplicas": int64(20), "unavailableReplicas": unavailable,
 			"observedGeneration": int64(1), "conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
 				"message": "available in every cluster", "lastTransitionTime": "2026-11-28T10:00:00Z", "lastUpdateTime": "2026-11-28T10:00:00Z"}}}
 	}
-	ctx := context.Background()
 	stored := func() *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, u); err != nil {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: "restart", Name: "web"}, u); err != nil {
 			t.Fatal(err)
 		}
 		return u

@@ -35,16 +35,7 @@ func TestTheInstalledDeploymentsArgsAreTheManagersFlags(t *testing.T) {
 	if len(args) == 0 {
 		t.Fatal("config/install.yaml has no controller-manager Deployment with args")
 	}
-	f := NewFlags()
-	fs := pflag.NewFlagSet("flotilla-controller-manager", pflag.ContinueOnError)
-	f.Bind(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	o, err := f.Options(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := parseManagerArgs(t, args)
 	if !o.LeaderElection || o.MetricsSecure == nil || !*o.MetricsSecure || o.HistoryDSN == "" {
 		t.Errorf("the installed manager runs without leader election, secure metrics or its history store: %+v", args)
 	}
@@ -68,6 +59,18 @@ func TestTheShardedInstallsArgsPassTheShardChecks(t *testing.T) {
 			}
 		}
 	}
+	o := parseManagerArgs(t, args)
+	if err := o.checkShard(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	if !o.selfIssuedShardCertificates() || o.Shard.Address != "10.244.1.17:9443" {
+		t.Fatalf("self-issued %v, address %s", o.selfIssuedShardCertificates(), o.Shard.Address)
+	}
+}
+
+// parseManagerArgs reads args as the manager's command line does.
+func parseManagerArgs(t *testing.T, args []string) Options {
+	t.Helper()
 	f := NewFlags()
 	fs := pflag.NewFlagSet("flotilla-controller-manager", pflag.ContinueOnError)
 	f.Bind(fs)
@@ -78,10 +81,5 @@ func TestTheShardedInstallsArgsPassTheShardChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.checkShard(); err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	if !o.selfIssuedShardCertificates() || o.Shard.Address != "10.244.1.17:9443" {
-		t.Fatalf("self-issued %v, address %s", o.selfIssuedShardCertificates(), o.Shard.Address)
-	}
+	return o
 }

@@ -8,10 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/flotilla-dev/flotilla/internal/kube"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/internal/worksync"
 )
 
@@ -20,7 +25,11 @@ import (
 // own CA) is not trusted.
 func TestShardReplicasTrustEachOthersSelfIssuedCertificates(t *testing.T) {
 	ctx := context.Background()
-	controlPlane := secrets{fake.NewClientBuilder().WithScheme(kube.Scheme).Build()}
+	_, c := testenv.Start(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.SystemNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	controlPlane := secrets{c}
 	replica := func(store kube.SecretStore, id string) *Options {
 		t.Helper()
 		o := DefaultOptions()
@@ -39,6 +48,7 @@ func TestShardReplicasTrustEachOthersSelfIssuedCertificates(t *testing.T) {
 		return &o
 	}
 	leader, follower := replica(controlPlane, "manager-a"), replica(controlPlane, "manager-b")
+	// Another control plane, with a CA of its own.
 	stranger := replica(secrets{fake.NewClientBuilder().WithScheme(kube.Scheme).Build()}, "manager-c")
 
 	cert, err := tls.LoadX509KeyPair(leader.Inventory.CertFile, leader.Inventory.KeyFile)
@@ -63,6 +73,10 @@ func TestShardReplicasTrustEachOthersSelfIssuedCertificates(t *testing.T) {
 	}
 	if err := get(follower); err != nil {
 		t.Fatalf("a replica of the same control plane does not trust the leader's certificate: %v", err)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: kube.SystemNamespace, Name: ShardCASecret}, secret); err != nil || secret.Type != corev1.SecretTypeTLS {
+		t.Fatalf("the shard CA Secret: %v (type %q)", err, secret.Type)
 	}
 	if err := get(stranger); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a replica with another CA reached the leader: %v", err)
